@@ -1,0 +1,1 @@
+"""The ``neardup`` command line: a thin typer layer over the engine."""

@@ -1,0 +1,232 @@
+"""``neardup`` commands. Each parses, calls one engine function, prints, and maps errors to exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from neardup import NeardupError, ReadOptions, Settings, __version__
+from neardup.ingest import IngestResult, ingest
+from neardup.query import info as index_info
+from neardup.query import run_sql
+from neardup.store.index import Index
+
+app = typer.Typer(
+    name="neardup",
+    help="Near-duplicate document engine: ingest web crawls into an index folder and query it with SQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+IndexOpt = Annotated[
+    Path,
+    typer.Option(
+        "--index",
+        "-i",
+        envvar="NEARDUP_INDEX",
+        help="Index folder (catalog.duckdb + LMDB postings). Env: NEARDUP_INDEX.",
+        file_okay=False,
+    ),
+]
+DEFAULT_INDEX = Path("neardup-index")
+
+
+def _fail(exc: NeardupError) -> None:
+    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    raise typer.Exit(exc.exit_code)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        out.print(f"neardup {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
+    ] = None,
+) -> None:
+    """Near-duplicate document engine: ingest web crawls into an index folder and query it with SQL."""
+
+
+@app.command()
+def init(
+    index: IndexOpt = DEFAULT_INDEX,
+    min_words: Annotated[int, typer.Option(help="Reject documents with fewer words than this.")] = 10,
+) -> None:
+    """Create an empty index with the given settings (ingest creates one too, with defaults)."""
+    try:
+        idx = Index(index)
+        if idx.exists():
+            raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
+        with idx.writer(create_with=Settings(min_words=min_words)):
+            pass
+    except NeardupError as exc:
+        _fail(exc)
+    out.print(f"created index {index}")
+
+
+@app.command(name="ingest")
+def ingest_cmd(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(help="WARC/WET (.warc[.gz]), JSONL (.jsonl[.gz|.zst]), Parquet, .html/.txt files, folders, or - for stdin."),
+    ],
+    index: IndexOpt = DEFAULT_INDEX,
+    text_field: Annotated[str, typer.Option(help="JSONL/Parquet field holding the text.")] = "text",
+    id_field: Annotated[Optional[str], typer.Option(help="JSONL/Parquet field holding the url/id [default: url, else id].")] = None,
+    html: Annotated[bool, typer.Option("--html", help="The text field holds HTML markup: extract its visible text.")] = False,
+    encoding: Annotated[Optional[str], typer.Option(help="Force this charset for HTML/text bytes instead of the declared one.")] = None,
+    fmt: Annotated[
+        Optional[str], typer.Option("--format", help="Input format when the name does not tell it: warc, jsonl, parquet, html, text.")
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail and roll back the batch at the first bad record.")] = False,
+    min_words: Annotated[Optional[int], typer.Option(help="For a new index: reject texts with fewer words [default: 10].")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
+) -> None:
+    """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op."""
+    opts = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
+    idx = Index(index)
+    failed = False
+    try:
+        if idx.exists() and min_words is not None:
+            idx.settings().check_overrides({"min_words": min_words})
+        create = Settings(min_words=min_words if min_words is not None else 10)
+        for path in inputs:
+            res = _ingest_one(idx, path, opts, strict, create, quiet)
+            if not quiet:
+                _print_summary(res)
+    except NeardupError as exc:
+        failed = True
+        _fail(exc)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings, quiet: bool) -> IngestResult:
+    show = not quiet and err.is_terminal
+    if not show:
+        return ingest(idx, path, opts, strict=strict, create_with=create)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.fields[records]:,} records"),
+        TextColumn("{task.fields[mb]:.1f} MB"),
+        TextColumn("{task.fields[rate]:.1f} MB/s"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"ingest {path}", total=None, records=0, mb=0.0, rate=0.0)
+        t0 = time.perf_counter()
+        seen = {"records": 0, "bytes": 0}
+
+        def tick(records: int, nbytes: int) -> None:
+            seen["records"] += records
+            seen["bytes"] += nbytes
+            mb = seen["bytes"] / 1e6
+            bar.update(task, records=seen["records"], mb=mb, rate=mb / max(time.perf_counter() - t0, 1e-9))
+
+        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick)
+
+
+def _print_summary(res: IngestResult) -> None:
+    mb = res.n_bytes / 1e6
+    rate = mb / res.seconds if res.seconds > 0 else 0.0
+    if res.repaired:
+        err.print(f"[yellow]repaired the index after an interrupted write: re-applied postings of batch(es) {res.repaired}[/]")
+    out.print(
+        f"batch {res.batch_id} ({res.source}): [green]{res.n_docs} added[/] ({res.n_new_versions} new versions), "
+        f"{res.n_unchanged} unchanged, {res.n_skipped} skipped, "
+        f"{'[yellow]' if res.n_rejected else ''}{res.n_rejected} rejected{'[/]' if res.n_rejected else ''}; "
+        f"{mb:.1f} MB in {res.seconds:.2f} s ({rate:.1f} MB/s)",
+        highlight=False,
+    )
+    for r in res.rejects[:5]:
+        err.print(f"  rejected {r.message()}", highlight=False, markup=False)
+    if res.n_rejected > 5:
+        err.print(f"  ... and {res.n_rejected - 5} more: SELECT * FROM rejects WHERE batch_id = {res.batch_id}", highlight=False)
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="One SQL statement; the catalog is opened read-only.")],
+    index: IndexOpt = DEFAULT_INDEX,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json (one object per line) or tsv.")] = "table",
+    max_rows: Annotated[int, typer.Option(help="At most this many rows in table format.")] = 200,
+) -> None:
+    """Run SQL over documents, batches, rejects (and later duplicates, clusters). See docs/sql.md."""
+    if fmt not in ("table", "csv", "json", "tsv"):
+        err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
+        raise typer.Exit(2)
+    try:
+        result = run_sql(Index(index), query)
+    except NeardupError as exc:
+        _fail(exc)
+    rows = result.to_pylist()
+    cols = result.column_names
+    if fmt in ("csv", "tsv"):
+        w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([r[c] for c in cols])
+    elif fmt == "json":
+        for r in rows:
+            sys.stdout.write(json.dumps(r, default=str, ensure_ascii=False) + "\n")
+    else:
+        t = Table(*cols, show_lines=False)
+        for r in rows[:max_rows]:
+            t.add_row(*(_cell(r[c]) for c in cols))
+        out.print(t)
+        more = f" (showing {max_rows})" if len(rows) > max_rows else ""
+        out.print(f"{len(rows)} row{'s' if len(rows) != 1 else ''}{more}", highlight=False)
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "NULL"
+    s = str(v)
+    return s if len(s) <= 120 else s[:117] + "..."
+
+
+@app.command()
+def info(index: IndexOpt = DEFAULT_INDEX) -> None:
+    """Show an index's settings, counts, postings and recent batches."""
+    try:
+        i = index_info(Index(index))
+    except NeardupError as exc:
+        _fail(exc)
+    out.print(f"[bold]index[/] {i.path}  (schema version {i.schema_version})", highlight=False)
+    out.print("[bold]settings[/] " + ", ".join(f"{k}={v}" for k, v in sorted(i.settings.items())), highlight=False)
+    out.print("[bold]counts[/] " + ", ".join(f"{k}={v}" for k, v in i.counts.items()), highlight=False)
+    out.print(
+        f"[bold]postings[/] up to batch {i.postings_applied_batch}; keys: "
+        + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),
+        highlight=False,
+    )
+    if i.batches:
+        t = Table("batch", "source", "status", "added", "unchanged", "skipped", "rejected", "finished")
+        for b in i.batches:
+            t.add_row(
+                str(b["batch_id"]), b["source"], b["status"], str(b["n_docs"]), str(b["n_unchanged"]),
+                str(b["n_skipped"]), str(b["n_rejected"]), str(b["finished_at"])[:19],
+            )
+        out.print(t)
+
+
+def main() -> None:
+    app()

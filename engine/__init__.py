@@ -1,0 +1,41 @@
+"""neardup: a near-duplicate document engine over an embedded DuckDB catalog and LMDB postings."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("neardup")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+source"
+
+from .errors import (  # noqa: E402
+    BadRecord,
+    IndexBusy,
+    IndexLocked,
+    IndexNotFound,
+    InputError,
+    NeardupError,
+    QueryError,
+    SchemaTooNew,
+    SettingsMismatch,
+)
+from .readers import ReadOptions  # noqa: E402
+from .settings import Settings  # noqa: E402
+from .store.index import Index  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "BadRecord",
+    "Index",
+    "IndexBusy",
+    "IndexLocked",
+    "IndexNotFound",
+    "InputError",
+    "NeardupError",
+    "QueryError",
+    "ReadOptions",
+    "SchemaTooNew",
+    "Settings",
+    "SettingsMismatch",
+]

@@ -1,0 +1,79 @@
+"""Exceptions raised by neardup. Each carries a hint that says what to do."""
+
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Base class of every error neardup raises on purpose."""
+
+    hint: str = ""
+    exit_code: int = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base}\n  hint: {self.hint}" if self.hint else base
+
+
+class IndexNotFound(NeardupError):
+    """The index folder does not exist or holds no catalog."""
+
+    hint = "create it with `neardup init --index DIR` or ingest into it with `neardup ingest`"
+    exit_code = 3
+
+
+class IndexLocked(NeardupError):
+    """Another process is writing to the index."""
+
+    hint = "wait for that process to finish (or stop it); a killed writer releases the lock by itself"
+    exit_code = 4
+
+
+class IndexBusy(NeardupError):
+    """The catalog cannot be opened because a writer holds it."""
+
+    hint = "readers work while no write is in progress; try again when the ingest has finished"
+    exit_code = 4
+
+
+class SchemaTooNew(NeardupError):
+    """The catalog was written by a newer neardup."""
+
+    hint = "upgrade neardup (pip install -U neardup)"
+    exit_code = 3
+
+
+class SettingsMismatch(NeardupError):
+    """Settings given on the command line contradict those stored in the index."""
+
+    hint = "index settings are fixed at creation; use a new --index or drop the option"
+    exit_code = 2
+
+
+class InputError(NeardupError):
+    """An input file cannot be read at all (missing, unknown format)."""
+
+    hint = "check the path; pass --format to name the format when the file name does not tell it"
+    exit_code = 2
+
+
+class BadRecord(NeardupError):
+    """A record was rejected and --strict turned the reject into a failure."""
+
+    hint = "the batch was rolled back; fix the record or run without --strict to skip bad records"
+    exit_code = 5
+
+    def __init__(self, source: str, record: str, reason: str):
+        super().__init__(f"{source}: {record}: {reason}")
+        self.source, self.record, self.reason = source, record, reason
+
+
+class QueryError(NeardupError):
+    """A SQL query given by the user failed."""
+
+    hint = "see docs/sql.md for the tables and views of the catalog"
+    exit_code = 2

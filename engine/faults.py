@@ -1,0 +1,31 @@
+"""Crash points for the crash-consistency tests.
+
+``NEARDUP_CRASH_AT=<name>`` in the environment makes the process kill itself
+with SIGKILL when it reaches the named point, exactly like a power cut or
+``kill -9`` there. Unset (always, outside tests), a crash point costs one
+dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+_TARGET = os.environ.get("NEARDUP_CRASH_AT")
+
+#: Every crash point, in the order an ingest passes them.
+POINTS = (
+    "batch-start",
+    "after-first-chunk",
+    "duckdb-before-commit",
+    "duckdb-after-commit",
+    "lmdb-mid-write",
+    "lmdb-before-commit",
+    "lmdb-after-commit",
+    "before-checkpoint",
+)
+
+
+def crashpoint(name: str) -> None:
+    if _TARGET == name:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,294 @@
+"""Ingest: read an input, prepare documents over Arrow batches, write one atomic batch.
+
+Per raw chunk (a few MB of records):
+
+1. HTML records are reduced to visible text (selectolax), then every text is
+   white-space cleaned, measured (words, sentences, bytes) and hashed, all
+   over the whole chunk (``neardup.text``).
+2. Empty and too-short texts become rejects.
+3. Each record is matched by url against the index (LMDB ``url`` postings,
+   then the catalog rows of those ids) and against earlier records of the
+   same batch: same url and content hash -> unchanged (a no-op); same url,
+   new content -> a new version, and the older version stops being latest.
+4. The documents are appended inside the batch's DuckDB transaction.
+
+See ``neardup.store.index`` for how the batch commits atomically.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from . import __version__, text
+from .errors import BadRecord
+from .faults import crashpoint
+from .keys import derive_postings, hash64
+from .readers import RawChunk, ReadOptions, Reject, read_input
+from .settings import Settings
+from .sqlfiles import query
+from .store.index import Index, Writer
+
+ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
+
+
+@dataclass
+class IngestResult:
+    """What one batch did."""
+
+    batch_id: int | None
+    source: str
+    status: str
+    n_docs: int = 0
+    n_new_versions: int = 0
+    n_unchanged: int = 0
+    n_skipped: int = 0
+    n_rejected: int = 0
+    n_bytes: int = 0
+    seconds: float = 0.0
+    rejects: list[Reject] = field(default_factory=list)  # the first 20, for display
+    repaired: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Prepared:
+    table: pa.Table  # url, source, record, text, n_words, n_sentences, n_bytes, content_hash
+    rejects: list[Reject]
+
+
+def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
+    """Extract, clean, measure and hash a raw chunk; short or empty texts become rejects."""
+    content = chunk.column("content")
+    is_html = chunk.column("is_html").to_numpy(zero_copy_only=False)
+    if is_html.any():
+        raw = content.to_pylist()
+        extracted = [text.html_to_text(s) if h else s for s, h in zip(raw, is_html.tolist())]
+        content = pa.array(extracted, pa.large_string())
+    cleaned = text.clean_whitespace(content)
+    normal = text.normal_form(cleaned)
+    n_words = text.count_words(normal)
+    n_sentences = text.count_sentences(cleaned)
+    ok = n_words >= settings.min_words
+    rejects = []
+    if not ok.all():
+        sources = chunk.column("source").to_pylist()
+        records = chunk.column("record").to_pylist()
+        urls = chunk.column("url").to_pylist()
+        for i in np.flatnonzero(~ok).tolist():
+            w = int(n_words[i])
+            why = "empty text (no words)" if w == 0 else f"too short: {w} words (< {settings.min_words})"
+            rejects.append(Reject(sources[i], records[i], f"{why} (url {urls[i]})"))
+    mask = pa.array(ok)
+    kept_text = cleaned.filter(mask)
+    texts = kept_text.to_pylist()
+    h = xxhash.xxh3_64_intdigest
+    hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
+    table = pa.table(
+        {
+            "url": chunk.column("url").filter(mask),
+            "source": chunk.column("source").filter(mask),
+            "record": chunk.column("record").filter(mask),
+            "text": kept_text,
+            "n_words": pa.array(n_words[ok], pa.int32()),
+            "n_sentences": pa.array(n_sentences[ok], pa.int32()),
+            "n_bytes": pc.cast(pc.binary_length(kept_text), pa.int32()),
+            "content_hash": pa.array(hashes, pa.uint64()),
+        }
+    )
+    return _Prepared(table, rejects)
+
+
+class _Versions:
+    """Url -> versions seen so far (in the index or earlier in this batch)."""
+
+    def __init__(self, writer: Writer):
+        self.w = writer
+        # url -> list of [doc_id, content_hash, version, is_latest]
+        self.by_url: dict[str, list[list[int]]] = {}
+
+    def load(self, urls: list[str], url_hashes: np.ndarray) -> None:
+        todo = [(u, int(k)) for u, k in zip(urls, url_hashes.tolist()) if u not in self.by_url]
+        if not todo:
+            return
+        found = self.w.postings.get_many("url", {k for _, k in todo})
+        ids = sorted({int(i) for arr in found.values() for i in arr.tolist()})
+        rows: dict[str, list[list[int]]] = {}
+        if ids:
+            con = self.w.con
+            con.register("ids", pa.table({"doc_id": pa.array(ids, pa.int64())}))
+            try:
+                for doc_id, url, ch, version, latest in con.execute(query("catalog", "docs_by_id")).fetchall():
+                    rows.setdefault(url, []).append([doc_id, int(ch), version, bool(latest)])
+            finally:
+                con.unregister("ids")
+        for u, _ in todo:
+            self.by_url[u] = sorted(rows.get(u, []))
+
+
+def ingest(
+    index: Index,
+    path: str,
+    opts: ReadOptions | None = None,
+    *,
+    strict: bool = False,
+    create_with: Settings | None = None,
+    progress: ProgressFn | None = None,
+) -> IngestResult:
+    """Ingest one input (file, folder or ``-``) as one atomic batch.
+
+    Cost: one pass over the input; memory bounded by a chunk (~8 MB of
+    records) plus 40 bytes per added document. Raises ``InputError`` when the
+    input cannot be opened, ``IndexLocked`` when another writer is active,
+    ``BadRecord`` under ``strict`` at the first reject (nothing is kept then
+    but a ``failed`` row in ``batches`` and that reject).
+    """
+    opts = opts or ReadOptions()
+    source = "<stdin>" if path == "-" else path
+    chunks = read_input(path, opts)  # raises InputError before any write
+    started = datetime.now()
+    t0 = time.perf_counter()
+    with index.writer(create_with=create_with) as w:
+        con = w.con
+        batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchone()
+        res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired))
+        w.begin_batch()
+        crashpoint("batch-start")
+        con.execute("BEGIN TRANSACTION")
+        try:
+            first_doc = next_doc
+            next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress)
+            n_added = next_doc - first_doc
+            con.execute(
+                query("catalog", "insert_batch"),
+                [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
+                 res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
+                 "committed", __version__],
+            )
+            crashpoint("duckdb-before-commit")
+            con.execute("COMMIT")
+        except BadRecord as exc:
+            con.execute("ROLLBACK")
+            _record_failed(w, batch_id, source, started, exc)
+            w.finish_batch(None, None)
+            raise
+        except BaseException:
+            con.execute("ROLLBACK")
+            w.finish_batch(None, None)
+            raise
+        postings = w.batch_postings(batch_id) if n_added else {}
+        w.finish_batch(batch_id, postings)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc: int,
+                  res: IngestResult, strict: bool, progress: ProgressFn | None) -> int:
+    con = w.con
+    versions = _Versions(w)
+    first = True
+    for chunk in chunks:
+        res.n_skipped += chunk.n_skipped
+        res.n_bytes += chunk.n_bytes_read
+        prepared = prepare(chunk.batch, w.settings) if chunk.batch.num_rows else None
+        rejects = list(chunk.rejects) + (prepared.rejects if prepared else [])
+        if rejects:
+            if strict:
+                r = rejects[0]
+                raise BadRecord(r.source, r.record, r.reason)
+            _insert_rejects(con, batch_id, rejects)
+            res.n_rejected += len(rejects)
+            room = 20 - len(res.rejects)
+            res.rejects.extend(rejects[:max(room, 0)])
+        if prepared is not None and prepared.table.num_rows:
+            next_doc = _add_documents(w, versions, prepared.table, batch_id, next_doc, res)
+        if progress:
+            progress(chunk.batch.num_rows + chunk.n_skipped + len(chunk.rejects), chunk.n_bytes_read)
+        if first:
+            crashpoint("after-first-chunk")
+            first = False
+    return next_doc
+
+
+def _add_documents(w: Writer, versions: _Versions, t: pa.Table, batch_id: int, next_doc: int, res: IngestResult) -> int:
+    urls = t.column("url").to_pylist()
+    hashes = t.column("content_hash").to_numpy()
+    versions.load(urls, hash64(urls))
+    keep = np.zeros(len(urls), dtype=bool)
+    doc_ids = np.zeros(len(urls), dtype=np.int64)
+    vers = np.zeros(len(urls), dtype=np.int32)
+    superseded: list[int] = []
+    for i, (u, ch) in enumerate(zip(urls, hashes.tolist())):
+        known = versions.by_url[u]
+        if any(v[1] == ch for v in known):
+            res.n_unchanged += 1
+            continue
+        for v in known:
+            if v[3]:
+                v[3] = False
+                superseded.append(v[0])
+        if known:
+            res.n_new_versions += 1
+        keep[i] = True
+        doc_ids[i] = next_doc
+        vers[i] = (max(v[2] for v in known) + 1) if known else 1
+        known.append([next_doc, ch, int(vers[i]), True])
+        next_doc += 1
+    n = int(keep.sum())
+    con = w.con
+    if superseded:
+        con.register("old_ids", pa.table({"doc_id": pa.array(superseded, pa.int64())}))
+        try:
+            con.execute(query("catalog", "supersede"))
+        finally:
+            con.unregister("old_ids")
+    if n:
+        mask = pa.array(keep)
+        kept = t.filter(mask)
+        kept_ids = doc_ids[keep]
+        latest = np.array([versions.by_url[u][-1][0] == d for u, d in zip(kept.column("url").to_pylist(), kept_ids.tolist())])
+        new_docs = kept.append_column("doc_id", pa.array(kept_ids, pa.int64()))
+        new_docs = new_docs.append_column("batch_id", pa.array(np.full(n, batch_id, np.int32)))
+        new_docs = new_docs.append_column("version", pa.array(vers[keep], pa.int32()))
+        new_docs = new_docs.append_column("is_latest", pa.array(latest))
+        con.register("new_docs", new_docs)
+        try:
+            con.execute(query("catalog", "insert_documents"))
+        finally:
+            con.unregister("new_docs")
+        res.n_docs += n
+    return next_doc
+
+
+def _insert_rejects(con, batch_id: int, rejects: list[Reject]) -> None:
+    t = pa.table(
+        {
+            "batch_id": pa.array([batch_id] * len(rejects), pa.int32()),
+            "source": [r.source for r in rejects],
+            "record": [r.record for r in rejects],
+            "reason": [r.reason for r in rejects],
+        }
+    )
+    con.register("new_rejects", t)
+    try:
+        con.execute(query("catalog", "insert_rejects"))
+    finally:
+        con.unregister("new_rejects")
+
+
+def _record_failed(w: Writer, batch_id: int, source: str, started: datetime, exc: BadRecord) -> None:
+    """After a --strict rollback: keep a trace of the failed batch and its first bad record."""
+    con = w.con
+    con.execute("BEGIN TRANSACTION")
+    _insert_rejects(con, batch_id, [Reject(exc.source, exc.record, exc.reason)])
+    con.execute(
+        query("catalog", "insert_batch"),
+        [batch_id, source, started, 0, 0, 0, 1, 0, None, None, "failed", __version__],
+    )
+    con.execute("COMMIT")

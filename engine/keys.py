@@ -1,0 +1,30 @@
+"""Keys of the inverted index, derived from catalog rows.
+
+The postings are a pure function of the ``documents`` rows of a batch, which
+is what lets a crashed batch's postings be re-derived from the catalog.
+
+Tables:
+
+* ``url``: xxh3-64 of the url (UTF-8, seed 0) -> doc ids (all versions).
+* ``content``: ``content_hash`` -> doc ids (exact duplicates share a list).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+
+
+def hash64(strings: list[str], seed: int = 0) -> np.ndarray:
+    """xxh3-64 of each string's UTF-8 bytes, as uint64 (same on every machine)."""
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(s.encode("utf-8"), seed) for s in strings), dtype=np.uint64, count=len(strings))
+
+
+def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{table: (keys, doc_ids)}`` for a set of documents."""
+    ids = np.asarray(doc_ids, dtype=np.uint64)
+    return {
+        "url": (hash64(urls), ids),
+        "content": (np.asarray(content_hashes, dtype=np.uint64), ids),
+    }

@@ -1,0 +1,157 @@
+"""Types shared by the readers: raw records in Arrow chunks, and rejects."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+#: Schema of the raw chunks every reader yields. ``content`` is decoded text;
+#: ``is_html`` says whether it still holds markup.
+RAW_SCHEMA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("source", pa.string()),
+        ("record", pa.string()),
+        ("content", pa.large_string()),
+        ("is_html", pa.bool_()),
+        ("n_bytes", pa.int64()),
+    ]
+)
+
+CHUNK_BYTES = 8 << 20
+CHUNK_RECORDS = 4096
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A record that was not indexed, and why."""
+
+    source: str
+    record: str
+    reason: str
+
+    def message(self) -> str:
+        return f"{self.source}: {self.record}: {self.reason}"
+
+
+@dataclass
+class RawChunk:
+    """Up to CHUNK_BYTES of raw records, plus the rejects met while reading them."""
+
+    batch: pa.RecordBatch
+    rejects: list[Reject] = field(default_factory=list)
+    n_skipped: int = 0
+    n_bytes_read: int = 0
+
+
+class ChunkBuilder:
+    """Accumulates records column-wise and cuts a RawChunk when it is full."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self._reset()
+
+    def _reset(self) -> None:
+        self.urls: list[str] = []
+        self.sources: list[str] = []
+        self.records: list[str] = []
+        self.contents: list[str] = []
+        self.html: list[bool] = []
+        self.sizes: list[int] = []
+        self.rejects: list[Reject] = []
+        self.n_skipped = 0
+        self.n_bytes_read = 0
+        self._bytes = 0
+
+    def add(self, url: str, record: str, content: str, is_html: bool, n_bytes: int, source: str | None = None) -> None:
+        self.urls.append(url)
+        self.sources.append(source or self.source)
+        self.records.append(record)
+        self.contents.append(content)
+        self.html.append(is_html)
+        self.sizes.append(n_bytes)
+        self._bytes += n_bytes
+
+    def reject(self, record: str, reason: str, source: str | None = None) -> None:
+        self.rejects.append(Reject(source or self.source, record, reason))
+
+    def full(self) -> bool:
+        return self._bytes >= CHUNK_BYTES or len(self.urls) >= CHUNK_RECORDS
+
+    def take(self) -> RawChunk:
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(self.urls, pa.string()),
+                pa.array(self.sources, pa.string()),
+                pa.array(self.records, pa.string()),
+                pa.array(self.contents, pa.large_string()),
+                pa.array(self.html, pa.bool_()),
+                pa.array(self.sizes, pa.int64()),
+            ],
+            schema=RAW_SCHEMA,
+        )
+        chunk = RawChunk(batch, self.rejects, self.n_skipped, self.n_bytes_read)
+        self._reset()
+        return chunk
+
+    def pending(self) -> bool:
+        return bool(self.urls or self.rejects or self.n_skipped or self.n_bytes_read)
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+
+
+def charset_from_content_type(value: str | None) -> str | None:
+    if not value:
+        return None
+    m = _HEADER_CHARSET.search(value)
+    return m.group(1) if m else None
+
+
+def sniff_html_charset(data: bytes) -> str | None:
+    m = _META_CHARSET.search(data[:4096])
+    return m.group(1).decode("ascii") if m else None
+
+
+def looks_binary(data: bytes) -> bool:
+    """True for bytes that are not text: a NUL byte, or > 10% control bytes, in the first 8 KB."""
+    head = data[:8192]
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    controls = sum(head.count(bytes([c])) for c in (1, 2, 3, 4, 5, 6, 7, 8, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 127))
+    return controls > len(head) // 10
+
+
+def decode(data: bytes, charset: str | None, forced: str | None = None) -> tuple[str | None, str | None]:
+    """Decode record bytes; returns ``(text, None)`` or ``(None, reason)``.
+
+    Policy (documented in docs/architecture.md): bytes that look binary are
+    rejected; a forced or declared charset is used when Python knows it;
+    otherwise the bytes must be valid UTF-8, and invalid UTF-8 is rejected
+    (never guessed, never silently replaced), naming the byte offset.
+    """
+    if looks_binary(data):
+        return None, "binary content (NUL or control bytes), not text"
+    name = forced or charset
+    if name:
+        try:
+            codecs.lookup(name)
+        except LookupError:
+            if forced:
+                return None, f"unknown encoding {forced!r} given with --encoding"
+            name = None
+    if name and codecs.lookup(name).name != "utf-8":
+        try:
+            return data.decode(name), None
+        except UnicodeDecodeError as exc:
+            return None, f"bytes invalid in declared charset {name} at byte {exc.start}"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"invalid UTF-8 at byte {exc.start}; pass --encoding to name the charset"

@@ -1,0 +1,129 @@
+"""Opening (possibly compressed) byte streams and reading them line by line."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import zstandard
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class Truncated(Exception):
+    """A compressed stream ended early or is corrupt."""
+
+
+def decompressing(raw: BinaryIO, head: bytes) -> BinaryIO:
+    """Wrap ``raw`` in a gzip or zstd decompressor when ``head`` shows one."""
+    if head.startswith(GZIP_MAGIC):
+        return DecompressingReader(raw, lambda: zlib.decompressobj(wbits=31), "gzip")
+    if head.startswith(ZSTD_MAGIC):
+        return DecompressingReader(raw, lambda: zstandard.ZstdDecompressor().decompressobj(), "zstd")
+    return raw
+
+
+class DecompressingReader(io.RawIOBase):
+    """Reads concatenated gzip members or zstd frames.
+
+    Every byte that decompresses is returned before ``Truncated`` is raised
+    for an input that ends inside a member/frame or is corrupt. (``gzip``'s
+    reader drops the tail of its last read at a cut, and ``zstandard``'s
+    stream reader stops silently, which would hide that records are missing.)
+    """
+
+    def __init__(self, raw: BinaryIO, make, name: str, block: int = 1 << 16):
+        self._raw = raw
+        self._make = make
+        self._name = name
+        self._block = block
+        self._dobj = make()
+        self._in_frame = False
+        self._buf = b""
+        self._eof = False
+        self._error: Truncated | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        if not self._buf and self._error is not None:
+            raise self._error
+        while not self._buf and not self._eof:
+            data = self._raw.read(self._block)
+            if not data:
+                self._eof = True
+                if self._in_frame:
+                    self._error = Truncated(f"{self._name} stream ended inside a compressed block")
+                    if not self._buf:
+                        raise self._error
+                return
+            while data:
+                self._in_frame = True
+                try:
+                    out = self._dobj.decompress(data)
+                except (zlib.error, zstandard.ZstdError) as exc:
+                    self._eof = True
+                    self._error = Truncated(f"corrupt {self._name} data: {exc}")
+                    if not self._buf:
+                        raise self._error from exc
+                    return
+                self._buf += out
+                if self._dobj.eof:
+                    data = self._dobj.unused_data
+                    self._dobj = self._make()
+                    self._in_frame = False
+                else:
+                    data = b""
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            parts = []
+            while True:
+                self._fill()
+                if not self._buf:
+                    return b"".join(parts)
+                parts.append(self._buf)
+                self._buf = b""
+        self._fill()
+        out, self._buf = self._buf[:size], self._buf[size:]
+        return out
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def peek(raw: BinaryIO, n: int = 8) -> tuple[BinaryIO, bytes]:
+    """First ``n`` bytes of a stream without consuming them (buffers when needed)."""
+    if not isinstance(raw, io.BufferedReader):
+        raw = io.BufferedReader(raw)  # type: ignore[arg-type]
+    return raw, raw.peek(n)[:n]
+
+
+def iter_lines(stream: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
+    """Lines (without the newline) of a byte stream, reading ``block`` bytes at a time.
+
+    Raises ``Truncated`` when the decompressor reports a cut or corrupt stream,
+    after every complete line before the cut was yielded (the partial line at
+    the cut is dropped: it is covered by the truncation reject).
+    """
+    rest = b""
+    while True:
+        try:
+            data = stream.read(block)
+        except Truncated:
+            raise
+        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
+            raise Truncated(str(exc) or type(exc).__name__) from exc
+        if not data:
+            break
+        lines = (rest + data).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest

@@ -1,0 +1,120 @@
+"""WARC/WET reader (warcio): HTML ``response`` records and text ``conversion`` records."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from .base import ChunkBuilder, RawChunk, charset_from_content_type, decode, sniff_html_charset
+from .options import ReadOptions
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def read_warc(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawChunk]:
+    """Yield chunks of documents; other records (requests, metadata, images, redirects) are skipped.
+
+    A record is named by its byte offset in the (compressed) file. A cut or
+    corrupt file yields every record before the damage and one reject for it.
+    """
+    b = ChunkBuilder(source)
+    counted = _Counting(stream)
+    it = ArchiveIterator(counted, arc2warc=True)
+    end = 0  # where the last complete record ends
+    try:
+        for rec in it:
+            offset = _one_record(b, rec, it, opts)
+            end = offset + it.get_record_length()
+            if b.full():
+                yield b.take()
+        counted.drain()
+        if counted.total > end and counted.tail_has_data(end):
+            b.reject(f"offset {end}", f"truncated or corrupt WARC: {counted.total - end} bytes after the last complete record could not be read; the rest of the file is lost")
+    except _TruncatedRecord as exc:
+        b.reject(f"offset {exc.offset}", f"truncated WARC record ({exc.missing} bytes missing); the rest of the file is lost")
+    except (ArchiveLoadFailed, EOFError, zlib.error, OSError, ValueError) as exc:
+        b.reject(f"offset {end}", f"truncated or corrupt WARC ({type(exc).__name__}: {str(exc)[:200]}); the rest of the file is lost")
+    if b.pending():
+        yield b.take()
+
+
+class _TruncatedRecord(Exception):
+    def __init__(self, offset: int, missing: int):
+        self.offset, self.missing = offset, missing
+
+
+class _Counting:
+    """Counts the bytes read from a stream, so that unread trailing data can be detected.
+
+    warcio ends iteration silently at a cut gzip member; comparing the end of
+    the last complete record with the stream's length tells a cut file apart.
+    """
+
+    def __init__(self, raw: BinaryIO):
+        self.raw = raw
+        self.total = 0
+        self._tail = bytearray()  # the last bytes read, to tell padding from data
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.total += len(data)
+        self._tail = (self._tail + data)[-(1 << 16):]
+        return data
+
+    def readline(self, n: int = -1) -> bytes:
+        data = self.raw.readline(n)
+        self.total += len(data)
+        self._tail = (self._tail + data)[-(1 << 16):]
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 16):
+            pass
+
+    def tail_has_data(self, end: int) -> bool:
+        """True when bytes after ``end`` are more than white space padding."""
+        n = self.total - end
+        if n > len(self._tail):
+            return True
+        return bool(bytes(self._tail[len(self._tail) - n :]).strip())
+
+
+def _one_record(b: ChunkBuilder, rec, it: ArchiveIterator, opts: ReadOptions) -> int:
+    """Add one record; returns its offset (warcio knows it only once the record is read)."""
+    kind = rec.rec_type
+    if kind not in ("response", "conversion", "resource"):
+        b.n_skipped += 1
+        return it.get_record_offset()
+    target = rec.rec_headers.get_header("WARC-Target-URI")
+    if kind == "response" and rec.http_headers is not None:
+        status = rec.http_headers.get_statuscode()
+        ctype = rec.http_headers.get_header("Content-Type") or ""
+        if not status or not status.startswith("2"):
+            b.n_skipped += 1
+            return it.get_record_offset()
+    else:
+        ctype = rec.rec_headers.get_header("Content-Type") or ""
+    mime = ctype.split(";")[0].strip().lower()
+    is_html = mime in _HTML_TYPES
+    if not (is_html or mime.startswith("text/")):
+        b.n_skipped += 1
+        return it.get_record_offset()
+    data = rec.content_stream().read()
+    missing = getattr(rec.raw_stream, "limit", 0)
+    offset = it.get_record_offset()
+    if missing:
+        raise _TruncatedRecord(offset, missing)
+    where = f"offset {offset}"
+    url = target or f"{b.source}#offset{offset}"
+    b.n_bytes_read += len(data)
+    charset = charset_from_content_type(ctype) or (sniff_html_charset(data) if is_html else None)
+    text, why = decode(data, charset, opts.encoding)
+    if text is None:
+        b.reject(where, f"{why} (url {url})")
+        return offset
+    b.add(url, where, text, is_html, len(data))
+    return offset

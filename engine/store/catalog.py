@@ -1,0 +1,81 @@
+"""The DuckDB catalog: connection, migrations, settings."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..errors import IndexBusy, NeardupError, SchemaTooNew
+from ..sqlfiles import migrations, query
+
+CATALOG_FILE = "catalog.duckdb"
+
+
+def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        msg = str(exc)
+        if "lock" in msg.lower():
+            pid = re.search(r"PID (\d+)", msg)
+            who = holder or (f"process {pid.group(1)}" if pid else "another process")
+            raise IndexBusy(f"{path.parent}: the catalog is in use by {who}") from exc
+        raise NeardupError(f"{path}: cannot open the catalog: {msg}") from exc
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    ).fetchone()[0]
+    if not exists:
+        return 0
+    rows = con.execute(query("catalog", "applied_migrations")).fetchall()
+    return rows[-1][0] if rows else 0
+
+
+def latest_version() -> int:
+    return migrations()[-1][0]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply pending migrations, each in its own transaction; returns the versions applied."""
+    con.execute(query("catalog", "create_migrations_table"))
+    current = schema_version(con)
+    if current > latest_version():
+        raise SchemaTooNew(f"catalog schema version {current} is newer than this neardup knows ({latest_version()})")
+    done = []
+    for version, name, sql in migrations():
+        if version <= current:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute(query("catalog", "record_migration"), [version, name])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        done.append(version)
+    return done
+
+
+def check_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """For read-only use: the schema must be this version's (migrations need a writer)."""
+    v = schema_version(con)
+    if v > latest_version():
+        raise SchemaTooNew(f"catalog schema version {v} is newer than this neardup knows ({latest_version()})")
+
+
+def read_settings(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {k: json.loads(v) for k, v in con.execute(query("catalog", "get_settings")).fetchall()}
+
+
+def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, Any]) -> None:
+    for k, v in sorted(settings.items()):
+        con.execute(query("catalog", "delete_setting"), [k])
+        con.execute(query("catalog", "put_setting"), [k, json.dumps(v, sort_keys=True)])

@@ -1,0 +1,253 @@
+"""An index folder: the DuckDB catalog plus the LMDB postings, kept consistent.
+
+Layout of ``DIR``::
+
+    catalog.duckdb      the catalog (source of truth; public SQL contract)
+    postings/           LMDB environment (inverted index, derived from the catalog)
+    writer.lock         flock()ed by the one writer; holds who it is
+    batch.pending       exists while a batch is being written
+
+Write protocol of a batch (``Writer``), chosen so that ``kill -9`` anywhere
+leaves the index as before or as after the batch:
+
+1. take the writer lock, create ``batch.pending``;
+2. write documents, rejects and the ``batches`` row in ONE DuckDB transaction
+   and commit it: this commit is the moment the batch happens;
+3. append the batch's postings in ONE LMDB write transaction that also
+   records ``applied_batch``;
+4. checkpoint DuckDB, remove ``batch.pending``, release the lock.
+
+A crash before 2 commits leaves nothing (DuckDB drops the open transaction on
+recovery). A crash after 2 leaves postings behind the catalog; whoever opens
+the index next sees ``batch.pending`` and, under the writer lock, re-derives
+the missing postings from the catalog rows (postings are a pure function of
+them, see ``neardup.keys``) before doing anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from ..errors import IndexLocked, IndexNotFound
+from ..keys import derive_postings
+from ..settings import Settings
+from ..sqlfiles import query
+from . import catalog
+from .postings import LmdbPostings, Postings
+
+LOCK_FILE = "writer.lock"
+PENDING_FILE = "batch.pending"
+POSTINGS_DIR = "postings"
+
+
+class WriterLock:
+    """An exclusive ``flock`` on ``DIR/writer.lock``; the kernel drops it when the holder dies."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / LOCK_FILE
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise IndexLocked(f"{self.path.parent}: another writer holds the index: {self.holder()}") from None
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
+            "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self.fd = fd
+
+    def holder(self) -> str:
+        try:
+            info = json.loads(self.path.read_text() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not info:
+            return "an unknown process"
+        return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}), since {info.get('since')}"
+
+    def is_held(self) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class Index:
+    """Handle on an index folder. Cheap to make; opens nothing until asked."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.catalog_path = self.path / catalog.CATALOG_FILE
+        self.postings_path = self.path / POSTINGS_DIR
+
+    def exists(self) -> bool:
+        return self.catalog_path.exists()
+
+    def require(self) -> None:
+        if not self.exists():
+            raise IndexNotFound(f"{self.path}: no neardup index here (no {catalog.CATALOG_FILE})")
+
+    @contextlib.contextmanager
+    def writer(self, create_with: Settings | None = None) -> Iterator["Writer"]:
+        """Exclusive write access; repairs a half-written batch first.
+
+        With ``create_with``, a missing index is created with those settings.
+        """
+        if not self.exists():
+            if create_with is None:
+                self.require()
+            self.path.mkdir(parents=True, exist_ok=True)
+        lock = WriterLock(self.path)
+        lock.acquire()
+        try:
+            w = Writer(self, lock)
+            try:
+                w.open(create_with)
+                yield w
+            finally:
+                w.close()
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only catalog connection (repairs a crashed batch first when it can)."""
+        self.require()
+        if (self.path / PENDING_FILE).exists():
+            lock = WriterLock(self.path)
+            if not lock.is_held():
+                with self.writer():
+                    pass
+        holder = WriterLock(self.path).holder() if (self.path / PENDING_FILE).exists() else None
+        con = catalog.connect(self.catalog_path, read_only=True, holder=holder)
+        try:
+            catalog.check_schema(con)
+            yield con
+        finally:
+            con.close()
+
+    def settings(self) -> Settings:
+        with self.reader() as con:
+            return Settings.from_dict(catalog.read_settings(con))
+
+
+class Writer:
+    """What a writer holds: the read-write catalog connection and the postings."""
+
+    def __init__(self, index: Index, lock: WriterLock):
+        self.index = index
+        self.lock = lock
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.postings: Postings | None = None
+        self.settings: Settings | None = None
+        self.repaired: list[int] = []
+
+    def open(self, create_with: Settings | None) -> None:
+        self.con = catalog.connect(self.index.catalog_path, read_only=False)
+        catalog.migrate(self.con)
+        stored = catalog.read_settings(self.con)
+        if not stored:
+            s = create_with or Settings()
+            catalog.write_settings(self.con, s.to_dict())
+            stored = s.to_dict()
+        self.settings = Settings.from_dict(stored)
+        self.postings = LmdbPostings(self.index.postings_path)
+        if (self.index.path / PENDING_FILE).exists():
+            self.repair()
+
+    def close(self) -> None:
+        if self.postings is not None:
+            self.postings.close()
+            self.postings = None
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    # -- batch protocol -------------------------------------------------
+    def begin_batch(self) -> None:
+        """Mark a batch as in progress (durably) before anything is written."""
+        pending = self.index.path / PENDING_FILE
+        with open(pending, "w") as fh:
+            fh.write(str(os.getpid()))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def finish_batch(self, batch_id: int | None, postings: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
+        """After the catalog commit: append postings, checkpoint, clear the marker."""
+        from ..faults import crashpoint
+
+        assert self.postings is not None and self.con is not None
+        if batch_id is not None:
+            crashpoint("duckdb-after-commit")
+            self.postings.apply_batch(batch_id, postings or {})
+            crashpoint("lmdb-after-commit")
+        crashpoint("before-checkpoint")
+        self.con.execute("CHECKPOINT")
+        (self.index.path / PENDING_FILE).unlink(missing_ok=True)
+
+    def repair(self) -> list[int]:
+        """Bring the postings up to the catalog after a crash; returns the batches re-applied."""
+        assert self.postings is not None and self.con is not None
+        last = self.con.execute(query("catalog", "last_committed_batch")).fetchone()[0]
+        applied = self.postings.applied_batch()
+        if applied > last:
+            # The catalog is the truth; postings ahead of it can only be rebuilt.
+            self.rebuild_postings()
+        else:
+            for (b,) in self.con.execute(query("catalog", "committed_batches_after"), [applied]).fetchall():
+                self.postings.apply_batch(b, self.batch_postings(b))
+                self.repaired.append(b)
+        self.con.execute("CHECKPOINT")
+        (self.index.path / PENDING_FILE).unlink(missing_ok=True)
+        return self.repaired
+
+    def batch_postings(self, batch_id: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        assert self.con is not None
+        t = self.con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
+        return derive_postings(
+            t.column("doc_id").to_numpy(),
+            t.column("url").to_pylist(),
+            t.column("content_hash").to_numpy(),
+        )
+
+    def rebuild_postings(self) -> None:
+        """Throw the postings away and re-derive them from every committed batch."""
+        assert self.con is not None
+        if self.postings is not None:
+            self.postings.close()
+        shutil.rmtree(self.index.postings_path, ignore_errors=True)
+        self.postings = LmdbPostings(self.index.postings_path)
+        for (b,) in self.con.execute(query("catalog", "committed_batches_after"), [0]).fetchall():
+            self.postings.apply_batch(b, self.batch_postings(b))
+            self.repaired.append(b)

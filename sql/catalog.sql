@@ -1,0 +1,88 @@
+-- Queries of the catalog used by the engine. Parameters are positional (?).
+
+-- name: create_migrations_table
+-- The table that records applied schema migrations.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER NOT NULL,
+    name       VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+);
+
+-- name: applied_migrations
+-- Versions of the migrations already applied, ascending.
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: record_migration
+-- Record one applied migration.
+INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP);
+
+-- name: get_settings
+-- Every stored setting.
+SELECT key, value FROM settings ORDER BY key;
+
+-- name: put_setting
+-- Store one setting (callers delete the old value first).
+INSERT INTO settings VALUES (?, ?);
+
+-- name: delete_setting
+-- Remove one setting.
+DELETE FROM settings WHERE key = ?;
+
+-- name: next_ids
+-- The next batch id and the next doc id.
+SELECT coalesce(max(batch_id), 0) + 1,
+       coalesce(max(last_doc_id), 0) + 1
+FROM batches;
+
+-- name: last_committed_batch
+-- The newest committed batch id (0 when none).
+SELECT coalesce(max(batch_id), 0) FROM batches WHERE status = 'committed';
+
+-- name: committed_batches_after
+-- Committed batches newer than a given id, oldest first (for re-applying postings).
+SELECT batch_id FROM batches WHERE status = 'committed' AND batch_id > ? ORDER BY batch_id;
+
+-- name: batch_posting_rows
+-- What the postings of one batch are derived from.
+SELECT doc_id, url, content_hash FROM documents WHERE batch_id = ? ORDER BY doc_id;
+
+-- name: docs_by_id
+-- Url, content hash and version of given documents (ids in a registered table `ids`).
+SELECT d.doc_id, d.url, d.content_hash, d.version, d.is_latest
+FROM documents d JOIN ids USING (doc_id);
+
+-- name: insert_documents
+-- Append prepared documents from the registered Arrow table `new_docs`.
+INSERT INTO documents
+SELECT doc_id, url, source, record, batch_id, version, is_latest,
+       n_words, n_sentences, n_bytes, content_hash, text
+FROM new_docs;
+
+-- name: supersede
+-- Mark older versions as not latest (ids in a registered table `old_ids`).
+UPDATE documents SET is_latest = false
+WHERE is_latest AND doc_id IN (SELECT doc_id FROM old_ids);
+
+-- name: insert_rejects
+-- Append rejects from the registered Arrow table `new_rejects`.
+INSERT INTO rejects SELECT batch_id, source, record, reason FROM new_rejects;
+
+-- name: insert_batch
+-- Record a finished batch.
+INSERT INTO batches VALUES (?, ?, ?, now()::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: summary
+-- Counts for `neardup info`.
+SELECT
+    (SELECT count(*) FROM documents)                 AS documents,
+    (SELECT count(*) FROM documents WHERE is_latest) AS latest_documents,
+    (SELECT count(DISTINCT url) FROM documents)      AS urls,
+    (SELECT count(*) FROM batches WHERE status = 'committed') AS batches,
+    (SELECT count(*) FROM rejects)                   AS rejects,
+    (SELECT coalesce(sum(n_bytes), 0) FROM documents) AS text_bytes;
+
+-- name: recent_batches
+-- The newest batches, newest first.
+SELECT batch_id, source, status, n_docs, n_unchanged, n_skipped, n_rejected,
+       started_at, finished_at
+FROM batches ORDER BY batch_id DESC LIMIT ?;

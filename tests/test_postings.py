@@ -1,0 +1,77 @@
+"""The posting store: LMDB and its in-memory twin behave the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.store.postings import LmdbPostings, MemoryPostings, group_postings
+
+
+def test_group_postings_sorts_and_dedups():
+    got = [(k, v.tolist()) for k, v in group_postings(np.array([5, 1, 5, 5]), np.array([9, 3, 7, 9]))]
+    assert got == [(1, [3]), (5, [7, 9])]
+
+
+def batches_strategy():
+    # each batch: a list of (key, doc offset within batch); doc ids grow per batch
+    return st.lists(
+        st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 20), st.integers(0, 9)), max_size=30),
+        min_size=1,
+        max_size=5,
+    )
+
+
+def _apply_all(store, batches):
+    base = 1
+    for b, pairs in enumerate(batches, start=1):
+        keys = np.array([k for k, _ in pairs], dtype=np.uint64)
+        ids = np.array([base + d for _, d in pairs], dtype=np.uint64)
+        store.apply_batch(b, {"t": (keys, ids), "u": (keys[::-1].copy(), ids)})
+        base += 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches_strategy())
+def test_lmdb_and_memory_agree(tmp_path_factory, batches):
+    mem = MemoryPostings()
+    lm = LmdbPostings(tmp_path_factory.mktemp("lmdb"))
+    try:
+        _apply_all(mem, batches)
+        _apply_all(lm, batches)
+        assert lm.dump() == mem.dump()
+        assert lm.applied_batch() == mem.applied_batch() == len(batches)
+        for k in list(mem.dump().get("t", {}))[:5]:
+            assert lm.get("t", k).tolist() == mem.get("t", k).tolist()
+    finally:
+        lm.close()
+
+
+@pytest.mark.parametrize("make", [MemoryPostings, "lmdb"])
+def test_apply_is_idempotent_and_lists_stay_sorted(tmp_path, make):
+    store = LmdbPostings(tmp_path / "p") if make == "lmdb" else make()
+    store.apply_batch(1, {"t": (np.array([7, 7, 8], np.uint64), np.array([2, 1, 3], np.uint64))})
+    store.apply_batch(1, {"t": (np.array([7], np.uint64), np.array([99], np.uint64))})  # already applied: ignored
+    store.apply_batch(2, {"t": (np.array([7], np.uint64), np.array([4], np.uint64))})
+    assert store.get("t", 7).tolist() == [1, 2, 4]
+    assert store.get("t", 8).tolist() == [3]
+    assert store.get("t", 9).tolist() == []
+    assert store.get("missing", 7).tolist() == []
+    assert store.applied_batch() == 2
+    with pytest.raises(ValueError, match="does not follow"):
+        store.apply_batch(3, {"t": (np.array([7], np.uint64), np.array([3], np.uint64))})
+    store.close()
+
+
+def test_full_map_grows_instead_of_failing(tmp_path, monkeypatch):
+    monkeypatch.setattr(LmdbPostings, "INITIAL_MAP", 64 << 10)
+    store = LmdbPostings(tmp_path / "p")
+    n = 50_000
+    keys = np.arange(n, dtype=np.uint64) * 2654435761
+    store.apply_batch(1, {"t": (keys, np.arange(1, n + 1, dtype=np.uint64))})
+    assert store.env.info()["map_size"] > 64 << 10
+    assert store.get("t", int(keys[123])).tolist() == [124]
+    assert store.stats() == {"t": n}
+    store.close()

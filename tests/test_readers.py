@@ -1,0 +1,197 @@
+"""Readers: every format, and every kind of bad input named by file and record."""
+
+from __future__ import annotations
+
+import gzip
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup import InputError, ReadOptions
+from neardup.readers import detect_format, read_input
+
+from .conftest import write_jsonl
+from .warcs import write_warc, write_wet
+
+TEXT = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda."
+
+
+def collect(path, opts=None):
+    rows, rejects, skipped = [], [], 0
+    for ch in read_input(str(path), opts or ReadOptions()):
+        rows.extend(ch.batch.to_pylist())
+        rejects.extend(ch.rejects)
+        skipped += ch.n_skipped
+    return rows, rejects, skipped
+
+
+@pytest.mark.parametrize("name,fmt", [
+    ("a.warc.gz", "warc"), ("a.wet", "warc"), ("x.jsonl.zst", "jsonl"), ("x.ndjson", "jsonl"),
+    ("p.parquet", "parquet"), ("d.HTML", "html"), ("r.txt", "text"), ("blob.bin", None),
+])
+def test_detect_format(name, fmt):
+    assert detect_format(name) == fmt
+
+
+@pytest.mark.parametrize("compress", [None, "gz", "zst"])
+def test_jsonl_plain_and_compressed(tmp_path, compress):
+    p = write_jsonl(tmp_path / f"a.jsonl{'.' + compress if compress else ''}",
+                    [{"url": "u1", "text": TEXT}, {"id": 7, "text": "Vec<T> stays"}, {"text": TEXT}])
+    rows, rejects, _ = collect(p)
+    assert rejects == []
+    assert [r["url"] for r in rows] == ["u1", "7", f"{p}#line3"]
+    assert [r["record"] for r in rows] == ["line 1", "line 2", "line 3"]
+    assert rows[1]["content"] == "Vec<T> stays" and rows[1]["is_html"] is False
+
+
+def test_jsonl_fields_and_html_flag(tmp_path):
+    p = write_jsonl(tmp_path / "a.jsonl", [{"key": "k1", "body": "<p>hi</p>"}])
+    rows, _, _ = collect(p, ReadOptions(text_field="body", id_field="key", html=True))
+    assert rows[0]["url"] == "k1" and rows[0]["is_html"] is True
+
+
+def test_jsonl_bad_lines_are_rejected_by_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(
+        b'{"url": "a", "text": "fine text"}\n'
+        b'{"url": "b", "text": \n'
+        b'{"url": "c"}\n'
+        b'{"url": "d", "text": 5}\n'
+        b'{"url": "e", "text": "caf\xe9"}\n'
+        b'[1, 2]\n'
+        b'{"url": "f", "text": "nul \\u0000 byte"}\n'
+        b'\n'
+        b'{"url": "g", "text": "last"}\n'
+    )
+    rows, rejects, _ = collect(p)
+    assert [r["url"] for r in rows] == ["a", "g"]
+    got = {r.record: r.reason for r in rejects}
+    assert set(got) == {"line 2", "line 3", "line 4", "line 5", "line 6", "line 7"}
+    assert got["line 2"].startswith("malformed JSON")
+    assert "missing text field 'text'" in got["line 3"]
+    assert "is a int, not a string" in got["line 4"]
+    assert got["line 5"].startswith("invalid UTF-8 at byte")
+    assert "expected a JSON object" in got["line 6"]
+    assert got["line 7"].startswith("binary content")
+    assert all(r.source == str(p) for r in rejects)
+
+
+@pytest.mark.parametrize("compress", ["gz", "zst"])
+def test_truncated_compressed_jsonl_keeps_what_came_before(tmp_path, compress):
+    import random
+
+    rnd = random.Random(5)
+    recs = [{"url": f"u{i}", "text": " ".join(f"w{rnd.randrange(10**6)}" for _ in range(30))} for i in range(2000)]
+    full = write_jsonl(tmp_path / f"full.jsonl.{compress}", recs, compress)
+    cut = tmp_path / f"cut.jsonl.{compress}"
+    data = full.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    rows, rejects, _ = collect(cut)
+    assert 0 < len(rows) < 2000
+    assert [r["url"] for r in rows] == [f"u{i}" for i in range(len(rows))]
+    assert len(rejects) == 1 and "truncated or corrupt" in rejects[0].reason
+    assert rejects[0].record == f"line {len(rows) + 1}"
+
+
+def test_parquet_rows_and_rejects(tmp_path):
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"url": ["a", None, "c"], "text": [TEXT, TEXT + " 2", None], "lang": ["en"] * 3}), p)
+    rows, rejects, _ = collect(p)
+    assert [r["url"] for r in rows] == ["a", f"{p}#row1"]
+    assert [(r.record, r.reason) for r in rejects] == [("row 2", "missing text field 'text' (null)")]
+
+
+def test_parquet_missing_column_is_one_reject(tmp_path):
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"url": ["a"], "body": [TEXT]}), p)
+    rows, rejects, _ = collect(p)
+    assert rows == [] and len(rejects) == 1
+    assert "missing text column 'text' (columns: url, body)" in rejects[0].reason
+
+
+def test_warc_responses_html_charset_and_skips(tmp_path):
+    ru = "Привет, это страница на русском языке.".encode("cp1251")
+    p = write_warc(tmp_path / "c.warc.gz", [
+        ("http://a/", b"<html><body><p>Hello page</p></body></html>", "text/html; charset=utf-8"),
+        ("http://img/", b"\x89PNG\r\n\x1a\n\x00\x00", "image/png"),
+        ("http://ru/", ru, "text/html; charset=windows-1251"),
+        ("http://meta/", b'<html><head><meta charset="koi8-r"></head><body>' + "Мир".encode("koi8-r") + b"</body></html>", "text/html"),
+        ("http://moved/", b"", "text/html", "301 Moved Permanently"),
+    ])
+    rows, rejects, skipped = collect(p)
+    assert rejects == []
+    assert [r["url"] for r in rows] == ["http://a/", "http://ru/", "http://meta/"]
+    assert rows[1]["content"] == "Привет, это страница на русском языке."
+    assert "Мир" in rows[2]["content"]
+    assert all(r["is_html"] for r in rows)
+    assert all(r["record"].startswith("offset ") for r in rows)
+    assert skipped == 1 + 5 + 2  # warcinfo, 5 requests, image, redirect
+
+
+def test_warc_undeclared_invalid_utf8_and_binary_are_rejected_with_offset(tmp_path):
+    p = write_warc(tmp_path / "c.warc", [
+        ("http://bad/", "Привет".encode("cp1251"), "text/html"),
+        ("http://bin/", b"\x00\x01\x02binary", "text/html"),
+        ("http://ok/", b"<p>fine</p>", "text/html"),
+    ], gzip=False)
+    rows, rejects, _ = collect(p)
+    assert [r["url"] for r in rows] == ["http://ok/"]
+    assert rejects[0].record.startswith("offset ") and "invalid UTF-8 at byte 0" in rejects[0].reason
+    assert "http://bad/" in rejects[0].reason
+    assert rejects[1].reason.startswith("binary content")
+    rows, rejects, _ = collect(p, ReadOptions(encoding="cp1251"))
+    assert rows[0]["content"] == "Привет" and len(rejects) == 1
+
+
+def test_truncated_warc_keeps_earlier_records(tmp_path):
+    pages = [(f"http://p{i}/", f"<p>page {i} {TEXT}</p>".encode(), "text/html") for i in range(40)]
+    full = write_warc(tmp_path / "full.warc.gz", pages)
+    data = full.read_bytes()
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    rows, rejects, _ = collect(cut)
+    assert 0 < len(rows) < 40
+    assert [r["url"] for r in rows] == [f"http://p{i}/" for i in range(len(rows))]
+    assert len(rejects) == 1 and "truncated or corrupt WARC" in rejects[0].reason
+
+
+def test_wet_conversion_records(tmp_path):
+    p = write_wet(tmp_path / "x.wet.gz", [("http://a/", TEXT), ("http://b/", "Second " + TEXT)])
+    rows, rejects, _ = collect(p)
+    assert [(r["url"], r["is_html"]) for r in rows] == [("http://a/", False), ("http://b/", False)]
+
+
+def test_folder_walk_sorted_recursive(tmp_path):
+    d = tmp_path / "site"
+    (d / "b").mkdir(parents=True)
+    (d / "b" / "z.html").write_text("<p>zed</p>")
+    (d / "a.txt").write_text(TEXT)
+    (d / "b" / "c.jsonl").write_text('{"url": "j", "text": "from jsonl"}\n')
+    (d / "image.png").write_bytes(b"\x89PNG")
+    (d / "bad.txt").write_bytes(b"\xff\xfe\x00\x00")
+    rows, rejects, _ = collect(d)
+    assert [r["url"] for r in rows] == [(d / "a.txt").resolve().as_uri(), "j", (d / "b" / "z.html").resolve().as_uri()]
+    assert [r.source for r in rejects] == [str(d / "bad.txt")]
+
+
+def test_stdin_sniffs_jsonl_and_warc(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    data = gzip.compress(b'{"url": "s", "text": "from stdin"}\n')
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    rows, _, _ = collect("-")
+    assert [r["url"] for r in rows] == ["s"]
+    w = write_warc(tmp_path / "s.warc.gz", [("http://s/", b"<p>x</p>", "text/html")])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(w.read_bytes())))
+    rows, _, _ = collect("-")
+    assert [r["url"] for r in rows] == ["http://s/"]
+
+
+def test_missing_input_and_unknown_format_raise_before_reading(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_input(str(tmp_path / "nope.jsonl"), ReadOptions())
+    (tmp_path / "x.bin").write_bytes(b"1")
+    with pytest.raises(InputError, match="cannot tell the format"):
+        read_input(str(tmp_path / "x.bin"), ReadOptions())

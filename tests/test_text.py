@@ -1,0 +1,69 @@
+"""Text extraction and normalisation: exact small cases."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup import text
+
+
+def arr(*xs):
+    return pa.array(list(xs), pa.large_string())
+
+
+def test_html_to_text_drops_scripts_styles_comments_and_keeps_title():
+    html = (
+        "<html><head><title>Page title</title><style>p{color:red}</style><script>var x = 'hidden';</script></head>"
+        "<body><!-- a comment --><p>Hello <b>bold</b> world.</p><noscript>no</noscript><div>Next &amp; last</div></body></html>"
+    )
+    out = text.clean_whitespace(arr(text.html_to_text(html))).to_pylist()[0]
+    assert out == "Page title\nHello bold world.\nNext & last"
+
+
+def test_html_block_elements_break_lines_inline_do_not():
+    html = "<body><h1>Head</h1><p>one <i>two</i>three</p><ul><li>a</li><li>b</li></ul></body>"
+    out = text.clean_whitespace(arr(text.html_to_text(html))).to_pylist()[0]
+    assert out == "Head\none twothree\na\nb"
+
+
+def test_clean_whitespace():
+    got = text.clean_whitespace(arr("  a \t b\r\n\r\n  c  \n\n\n d ", "", None)).to_pylist()
+    assert got == ["a b\nc\nd", "", None]
+
+
+def test_normal_form_nfkc_and_casefold():
+    got = text.normal_form(arr("Straße ＡＢＣ ﬁne ПРИВЕТ Ёлка", None)).to_pylist()
+    assert got == ["strasse abc fine привет ёлка", None]
+
+
+def test_words_unicode_latin_and_cyrillic():
+    normal = text.normal_form(arr("Hello, мир! don't 42x Vec<T>"))
+    assert text.words(normal).to_pylist() == [["hello", "мир", "don", "t", "42x", "vec", "t"]]
+    assert text.count_words(normal).tolist() == [7]
+
+
+def test_sentences_split_on_terminal_punctuation_and_lines():
+    t = arr("First one. Second one! Third?\nA heading\n... \nLast… end")
+    assert text.sentences(t).to_pylist() == [["First one", "Second one", "Third", "A heading", "Last", "end"]]
+    assert text.count_sentences(t).tolist() == [6]
+
+
+def test_decimal_point_does_not_split_a_sentence():
+    assert text.count_sentences(arr("Version 3.11 is out. Yes")).tolist() == [2]
+
+
+@given(st.lists(st.text(max_size=60), max_size=8))
+def test_counts_match_list_lengths(xs):
+    a = arr(*xs)
+    normal = text.normal_form(a)
+    assert text.count_words(normal).tolist() == [len(w) for w in text.words(normal).to_pylist()]
+    assert text.count_sentences(a).tolist() == [len(s) for s in text.sentences(a).to_pylist()]
+
+
+@given(st.text(max_size=80))
+def test_words_are_nonempty_and_contain_no_separator(s):
+    for w in text.words(text.normal_form(arr(s))).to_pylist()[0]:
+        assert w
+        assert not any(ch.isspace() or ch in ".,;:!?" for ch in w)
