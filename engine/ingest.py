@@ -2,9 +2,9 @@
 
 Per raw chunk (a few MB of records):
 
-1. HTML records are reduced to visible text (selectolax), then every text is
-   white-space cleaned, measured (words, sentences, bytes) and hashed, all
-   over the whole chunk (``neardup.text``).
+1. HTML records are reduced to visible text (selectolax) and white-space
+   cleaned, in the reader thread; then every text is measured (words,
+   sentences, bytes) and hashed over the whole chunk (``neardup.text``).
 2. Empty and too-short texts become rejects.
 3. Each record is matched by url against the index (LMDB ``url`` postings,
    then the catalog rows of those ids) and against earlier records of the
@@ -30,7 +30,8 @@ import xxhash
 from . import __version__, text
 from .errors import BadRecord
 from .faults import crashpoint
-from .keys import derive_postings, hash64
+from .keys import hash64
+from .pipeline import ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
 from .settings import Settings
 from .sqlfiles import query
@@ -55,6 +56,13 @@ class IngestResult:
     seconds: float = 0.0
     rejects: list[Reject] = field(default_factory=list)  # the first 20, for display
     repaired: list[int] = field(default_factory=list)
+    #: seconds per stage of the main thread: waiting for read+prepare (in threads), store, commit, postings, checkpoint
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def tick(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - since
+        return now
 
 
 @dataclass
@@ -63,18 +71,35 @@ class _Prepared:
     rejects: list[Reject]
 
 
+def extract_html(chunk: RawChunk) -> RawChunk:
+    """Replace the HTML records' content by their visible text (``is_html`` becomes false).
+
+    Extracted text is white-space cleaned (markup leaves runs of blanks);
+    plain text is kept exactly as read.
+    """
+    b = chunk.batch
+    is_html = b.column("is_html").to_numpy(zero_copy_only=False)
+    if b.num_rows == 0 or not is_html.any():
+        return chunk
+    content = b.column("content")
+    html = text.mark_blocks(content.filter(pa.array(is_html))).to_pylist()
+    extracted = text.clean_whitespace(pa.array([text.html_to_text(s, blocks_marked=True) for s in html], pa.large_string()))
+    # put the extracted texts back in the rows that held HTML
+    take = np.cumsum(is_html) - 1
+    merged = pc.if_else(pa.array(is_html), extracted.take(pa.array(np.maximum(take, 0))), content)
+    cols = {name: b.column(name) for name in b.schema.names}
+    cols["content"] = merged
+    cols["is_html"] = pa.array(np.zeros(b.num_rows, dtype=bool))
+    chunk.batch = pa.RecordBatch.from_pydict(cols, schema=b.schema)
+    return chunk
+
+
 def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
-    """Extract, clean, measure and hash a raw chunk; short or empty texts become rejects."""
-    content = chunk.column("content")
-    is_html = chunk.column("is_html").to_numpy(zero_copy_only=False)
-    if is_html.any():
-        raw = content.to_pylist()
-        extracted = [text.html_to_text(s) if h else s for s, h in zip(raw, is_html.tolist())]
-        content = pa.array(extracted, pa.large_string())
-    cleaned = text.clean_whitespace(content)
-    normal = text.normal_form(cleaned)
-    n_words = text.count_words(normal)
-    n_sentences = text.count_sentences(cleaned)
+    """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects."""
+    cleaned = chunk.column("content")
+    analysis = text.analyze(text.normal_form(cleaned))
+    n_words = analysis.word_counts.astype(np.int32)
+    n_sentences = analysis.sentence_counts.astype(np.int32)
     ok = n_words >= settings.min_words
     rejects = []
     if not ok.all():
@@ -151,10 +176,10 @@ def ingest(
     """
     opts = opts or ReadOptions()
     source = "<stdin>" if path == "-" else path
-    chunks = read_input(path, opts)  # raises InputError before any write
+    raw_chunks = read_input(path, opts)  # raises InputError before any write
     started = datetime.now()
     t0 = time.perf_counter()
-    with index.writer(create_with=create_with) as w:
+    with index.writer(create_with=create_with or Settings()) as w:
         con = w.con
         batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchone()
         res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired))
@@ -163,6 +188,7 @@ def ingest(
         con.execute("BEGIN TRANSACTION")
         try:
             first_doc = next_doc
+            chunks = prefetch(raw_chunks)
             next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress)
             n_added = next_doc - first_doc
             con.execute(
@@ -172,7 +198,9 @@ def ingest(
                  "committed", __version__],
             )
             crashpoint("duckdb-before-commit")
+            t = time.perf_counter()
             con.execute("COMMIT")
+            res.tick("commit", t)
         except BadRecord as exc:
             con.execute("ROLLBACK")
             _record_failed(w, batch_id, source, started, exc)
@@ -182,8 +210,9 @@ def ingest(
             con.execute("ROLLBACK")
             w.finish_batch(None, None)
             raise
+        t = time.perf_counter()
         postings = w.batch_postings(batch_id) if n_added else {}
-        w.finish_batch(batch_id, postings)
+        w.finish_batch(batch_id, postings, timings=res.timings)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -193,10 +222,17 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
     con = w.con
     versions = _Versions(w)
     first = True
-    for chunk in chunks:
+    settings = w.settings
+
+    def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None]:
+        chunk = extract_html(chunk)
+        return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None)
+
+    t = time.perf_counter()
+    for chunk, prepared in ordered_map(prep, chunks):
+        t = res.tick("read+prepare", t)
         res.n_skipped += chunk.n_skipped
         res.n_bytes += chunk.n_bytes_read
-        prepared = prepare(chunk.batch, w.settings) if chunk.batch.num_rows else None
         rejects = list(chunk.rejects) + (prepared.rejects if prepared else [])
         if rejects:
             if strict:
@@ -208,6 +244,7 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
             res.rejects.extend(rejects[:max(room, 0)])
         if prepared is not None and prepared.table.num_rows:
             next_doc = _add_documents(w, versions, prepared.table, batch_id, next_doc, res)
+        t = res.tick("store", t)
         if progress:
             progress(chunk.batch.num_rows + chunk.n_skipped + len(chunk.rejects), chunk.n_bytes_read)
         if first:

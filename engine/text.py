@@ -11,38 +11,53 @@ index settings):
   In both, runs of horizontal white space become one space, lines are
   stripped, and empty lines are dropped.
 * **normal form**: Unicode NFKC, then full case folding (``str.casefold``).
-* **word**: a maximal run of Unicode letters, marks and digits
-  (``[\\p{L}\\p{M}\\p{N}]+``) in the normal form; so Cyrillic and Latin alike,
-  and ``don't`` is two words.
-* **sentence**: a piece of the text ended by ``.``, ``!``, ``?`` or ``…``
-  followed by white space, or by a line break, holding at least one word.
+* **word**: a maximal run of characters of Unicode general category L
+  (letters), M (marks) or N (digits and numerals), per the running
+  Python's Unicode database, in the normal form; so Cyrillic and Latin
+  alike, and ``don't`` is two words. Tokenising runs in numpy over the
+  UTF-8 bytes of a whole chunk (``word_spans``).
+* **sentence**: in the normal form, the words between two sentence ends,
+  from the first word to the last; a sentence ends at a line break, or at
+  ``.``, ``!`` or ``?`` followed by white space, a closing quote or
+  bracket, or the end of the text (NFKC has made ``…`` into ``...``). See
+  ``analyze``.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 import unicodedata
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from selectolax.lexbor import LexborHTMLParser
 
-WORD_RE2 = r"[\p{L}\p{M}\p{N}]+"
-NON_WORD_RE2 = r"[^\p{L}\p{M}\p{N}]+"
-SENTENCE_END_RE2 = r"(?:[.!?…]+(?:\s+|$))|\n+"
+
+_HSPACES = r"\t\x{0b}\x{0c}\x{a0}\x{1680}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}"
+_HSPACE_RUNS = rf"[ {_HSPACES}]{{2,}}|[{_HSPACES}]"
 
 _DROP_TAGS = ["script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas"]
-_BLOCK = re.compile(
-    r"<(?=/?(?:p|div|br|li|h[1-6]|tr|td|th|table|ul|ol|dl|dt|dd|pre|blockquote|section|article|"
-    r"header|footer|nav|aside|main|hr|form|figure|figcaption|address|option|caption)\b)",
-    re.IGNORECASE,
+_BLOCK_TAG_RE2 = (
+    r"<(/?(?i:p|div|br|li|h[1-6]|tr|td|th|table|ul|ol|dl|dt|dd|pre|blockquote|section|article|"
+    r"header|footer|nav|aside|main|hr|form|figure|figcaption|address|option|caption)\b)"
 )
 
 
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML document (see the module docstring); not yet white-space cleaned."""
-    tree = LexborHTMLParser(_BLOCK.sub("\n<", html))
+def mark_blocks(html: pa.Array) -> pa.Array:
+    """Put a line break before every block-level tag, over a whole array (RE2, no GIL)."""
+    return pc.replace_substring_regex(html, _BLOCK_TAG_RE2, "\n<\\1")
+
+
+def html_to_text(html: str, blocks_marked: bool = False) -> str:
+    """Visible text of an HTML document (see the module docstring); not yet white-space cleaned.
+
+    Pass ``blocks_marked=True`` for documents already run through ``mark_blocks``.
+    """
+    if not blocks_marked:
+        html = mark_blocks(pa.array([html], pa.large_string()))[0].as_py()
+    tree = LexborHTMLParser(html)
     tree.strip_tags(_DROP_TAGS)
     title_node = tree.css_first("title")
     title = title_node.text(deep=True, separator="") if title_node is not None else ""
@@ -57,60 +72,226 @@ def html_to_text(html: str) -> str:
 def clean_whitespace(texts: pa.Array) -> pa.Array:
     """Collapse horizontal white space, strip lines, drop empty lines (vectorised)."""
     t = pc.replace_substring_regex(texts, r"\r\n?", "\n")
-    t = pc.replace_substring_regex(t, r"[^\S\n]+", " ")
+    # single spaces are left alone (most matches of a plain [^\S\n]+ would be no-ops)
+    t = pc.replace_substring_regex(t, _HSPACE_RUNS, " ")
     t = pc.replace_substring_regex(t, r" ?\n[\s]*", "\n")
     return pc.utf8_trim_whitespace(t)
 
 
 def normal_form(texts: pa.Array) -> pa.Array:
-    """NFKC plus full Unicode case folding of every string (nulls stay null)."""
-    out = [None if s is None else unicodedata.normalize("NFKC", s).casefold() for s in texts.to_pylist()]
-    return pa.array(out, type=pa.large_string())
+    """NFKC plus full Unicode case folding of every string (nulls stay null).
+
+    Pure-ASCII strings (NFKC leaves them alone and folding is lowercasing)
+    are lowered by Arrow; the others go through Python's ``unicodedata`` and
+    ``str.casefold``, which define the result.
+    """
+    texts = texts if pa.types.is_large_string(texts.type) else texts.cast(pa.large_string())
+    ascii_rows = pc.fill_null(pc.string_is_ascii(texts), True)
+    lowered = pc.ascii_lower(texts)
+    if pc.all(ascii_rows).as_py():
+        return lowered
+    mask = pc.invert(ascii_rows)
+    other = texts.filter(mask).to_pylist()
+    folded = pa.array([unicodedata.normalize("NFKC", s).casefold() for s in other], pa.large_string())
+    pos = np.cumsum(mask.to_numpy(zero_copy_only=False)) - 1
+    return pc.if_else(mask, folded.take(pa.array(np.maximum(pos, 0))), lowered)
+
+
+def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes and int64 offsets (starting at 0) of a string array; nulls read as ""."""
+    a = strings.fill_null("") if strings.null_count else strings
+    if not pa.types.is_large_string(a.type):
+        a = a.cast(pa.large_string())
+    _, obuf, dbuf = a.buffers()
+    offs = np.frombuffer(obuf, dtype=np.int64)[a.offset : a.offset + len(a) + 1]
+    data = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.empty(0, np.uint8)
+    data = data[offs[0] : offs[-1]] if len(offs) else data[:0]
+    return data, (offs - offs[0]) if len(offs) else np.zeros(1, np.int64)
+
+
+@functools.cache
+def _word_table() -> np.ndarray:
+    """Code point -> is a word character (general category L*, M* or N*).
+
+    Built from the running Python's Unicode database; beyond U+323FF
+    nothing is a letter, mark or digit (private use, tags, unassigned).
+    """
+    limit = 0x32400
+    t = np.zeros(0x110000, dtype=bool)
+    t[:limit] = np.fromiter((unicodedata.category(chr(c))[0] in "LMN" for c in range(limit)), dtype=bool, count=limit)
+    return t
+
+
+@functools.cache
+def _ascii_table() -> np.ndarray:
+    t = np.zeros(256, dtype=bool)
+    t[:128] = _word_table()[:128]
+    return t
+
+
+def _byte_is_word(data: np.ndarray) -> np.ndarray:
+    """Per UTF-8 byte: does it belong to a word character (continuation bytes follow their lead)."""
+    isw = _ascii_table()[data]
+    lead = np.flatnonzero(data >= 0xC0)
+    if lead.size:
+        n = data.size
+        b0 = data[lead].astype(np.int32)
+        nbytes = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+        b1 = (data[np.minimum(lead + 1, n - 1)] & 0x3F).astype(np.int32)
+        b2 = (data[np.minimum(lead + 2, n - 1)] & 0x3F).astype(np.int32)
+        b3 = (data[np.minimum(lead + 3, n - 1)] & 0x3F).astype(np.int32)
+        cp = np.where(
+            nbytes == 4,
+            ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3,
+            np.where(nbytes == 3, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x1F) << 6) | b1),
+        )
+        w = _word_table()[cp]
+        isw[lead] = w
+        for k in (1, 2, 3):  # continuation bytes take their lead's class
+            more = nbytes > k
+            isw[lead[more] + k] = w[more]
+    return isw
+
+
+def word_spans(normal: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tokenise a whole array at once, in numpy over its UTF-8 bytes.
+
+    Returns ``(data, in_word, starts, ends, counts)``: the concatenated UTF-8
+    bytes, a mask of the bytes that belong to words, the byte span
+    ``[starts[i], ends[i])`` of every word in order, and the number of words
+    of each string. Cost: a dozen passes over the bytes.
+    """
+    data, offs = _utf8(normal)
+    counts = np.zeros(len(offs) - 1, dtype=np.int64)
+    if data.size == 0:
+        e = np.empty(0, np.int64)
+        return data, np.zeros(0, bool), e, e, counts
+    isw = _byte_is_word(data)
+    prev = np.empty_like(isw)
+    prev[0] = False
+    prev[1:] = isw[:-1]
+    nxt = np.empty_like(isw)
+    nxt[-1] = False
+    nxt[:-1] = isw[1:]
+    nonempty = offs[1:] > offs[:-1]
+    prev[offs[:-1][nonempty]] = False  # a word never runs across two strings
+    nxt[offs[1:][nonempty] - 1] = False
+    starts = np.flatnonzero(isw & ~prev)
+    ends = np.flatnonzero(isw & ~nxt) + 1
+    counts = np.diff(np.searchsorted(starts, offs))
+    return data, isw, starts, ends, counts
 
 
 def words(normal: pa.Array) -> pa.ListArray:
     """Word lists of normal-form strings: a ListArray aligned with the input."""
-    parts = pc.split_pattern_regex(normal, NON_WORD_RE2)
-    flat = parts.flatten()
-    keep = pc.not_equal(pc.utf8_length(flat), 0)
-    counts = _count_per_list(parts, keep)
-    offsets = np.zeros(len(parts) + 1, dtype=np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), flat.filter(keep))
+    data, in_word, starts, ends, counts = word_spans(normal)
+    woffs = np.zeros(starts.size + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=woffs[1:])
+    word_bytes = data[in_word]  # words are maximal runs, so these are exactly their bytes, in order
+    flat = pa.LargeStringArray.from_buffers(starts.size, pa.py_buffer(woffs), pa.py_buffer(word_bytes.tobytes()))
+    loffs = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=loffs[1:])
+    return pa.LargeListArray.from_arrays(pa.array(loffs), flat)
 
 
-def count_words(texts: pa.Array) -> np.ndarray:
-    """Number of words per string (int32); works on raw or normal-form text alike.
+def count_words(normal: pa.Array) -> np.ndarray:
+    """Number of words per normal-form string (int32)."""
+    return word_spans(normal)[4].astype(np.int32)
 
-    Folding never merges or splits letter/digit runs for the scripts we read,
-    so the count on raw text equals the count on its normal form.
+
+_ASCII_SPACE = np.zeros(256, dtype=bool)
+_ASCII_SPACE[[9, 10, 11, 12, 13, 32]] = True
+_TERMINATOR = np.zeros(256, dtype=bool)
+_TERMINATOR[[ord("."), ord("!"), ord("?")]] = True
+
+
+@dataclass
+class Analysis:
+    """Words and sentences of a whole array of normal-form strings, as byte spans.
+
+    ``data``: the concatenated UTF-8 bytes; ``offsets``: string i is
+    ``data[offsets[i]:offsets[i+1]]``; word j is ``data[word_starts[j]:word_ends[j]]``;
+    ``word_counts[i]`` words belong to string i (in order); ``sentence_first[k]``
+    is the index of the first word of sentence k; ``sentence_counts[i]``
+    sentences belong to string i.
     """
-    return _as_int32(pc.count_substring_regex(texts, WORD_RE2))
+
+    data: np.ndarray
+    offsets: np.ndarray
+    in_word: np.ndarray
+    word_starts: np.ndarray
+    word_ends: np.ndarray
+    word_counts: np.ndarray
+    sentence_first: np.ndarray
+    sentence_counts: np.ndarray
 
 
-def sentences(texts: pa.Array) -> pa.ListArray:
-    """Sentence lists (pieces holding at least one word), aligned with the input."""
-    parts = pc.split_pattern_regex(texts, SENTENCE_END_RE2)
-    flat = pc.utf8_trim_whitespace(parts.flatten())
-    keep = pc.match_substring_regex(flat, WORD_RE2)
-    counts = _count_per_list(parts, keep)
-    offsets = np.zeros(len(parts) + 1, dtype=np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), flat.filter(keep))
+_CLOSERS = [b'"', b"'", b")", b"]", "»".encode(), "”".encode(), "’".encode()]
 
 
-def count_sentences(texts: pa.Array) -> np.ndarray:
-    """Number of sentences per string (int32)."""
-    parts = pc.split_pattern_regex(texts, SENTENCE_END_RE2)
-    keep = pc.match_substring_regex(parts.flatten(), WORD_RE2)
-    return _count_per_list(parts, keep).astype(np.int32)
+def analyze(normal: pa.Array) -> Analysis:
+    """Tokenise words and split sentences of normal-form strings in one pass set.
+
+    A sentence ends at a line break, or at a ``.``/``!``/``?`` followed by white
+    space, a closing quote or bracket, or the end of the string (so ``3.11``
+    does not end one; NFKC has already turned ``…`` into ``...``). A sentence
+    runs from its first word to its last word.
+    """
+    data, in_word, starts, ends, counts = word_spans(normal)
+    _, offs = _utf8(normal)
+    n_words = starts.size
+    new = np.zeros(n_words, dtype=bool)
+    if n_words:
+        term = np.flatnonzero(_TERMINATOR[data])
+        # a terminator ends a sentence when white space, a closer or the string's end follows
+        ok = np.zeros(term.size, dtype=bool)
+        last = np.searchsorted(offs, term, side="right")  # 1 + index of the string holding it
+        ok |= term + 1 == offs[last]
+        inside = term + 1 < data.size
+        nxt = term[inside] + 1
+        ok[inside] |= _ASCII_SPACE[data[nxt]]
+        for c in _CLOSERS:
+            hit = np.ones(nxt.size, dtype=bool)
+            for j, byte in enumerate(c):
+                pos = np.minimum(nxt + j, data.size - 1)
+                hit &= (data[pos] == byte) & (nxt + j < data.size)
+            ok[inside] |= hit
+        bpos = np.concatenate([term[ok], np.flatnonzero(data == 10)])
+        # each sentence end makes the next word (if any) start a sentence
+        k = np.searchsorted(starts, bpos, side="right")
+        new[k[k < n_words]] = True
+        loffs = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=loffs[1:])
+        new[loffs[:-1][counts > 0]] = True  # the first word of a string starts a sentence
+        cs = np.zeros(n_words + 1, dtype=np.int64)
+        np.cumsum(new, out=cs[1:])
+        sent_counts = cs[loffs[1:]] - cs[loffs[:-1]]
+    else:
+        sent_counts = np.zeros(counts.size, dtype=np.int64)
+    return Analysis(data, offs, in_word, starts, ends, counts, np.flatnonzero(new), sent_counts)
 
 
-def _count_per_list(lists: pa.ListArray, keep: pa.Array) -> np.ndarray:
-    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    mask = keep.to_numpy(zero_copy_only=False)
-    return np.bincount(parents[mask], minlength=len(lists))
+def sentences(normal: pa.Array) -> pa.ListArray:
+    """Sentence lists of normal-form strings (see ``analyze``), aligned with the input."""
+    a = analyze(normal)
+    first = a.sentence_first
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    if first.size:
+        last[-1] = a.word_starts.size - 1
+    s_start, s_end = a.word_starts[first], a.word_ends[last]
+    mark = np.zeros(a.data.size + 1, dtype=np.int64)
+    mark[s_start] += 1  # spans are disjoint and ordered: indices are unique
+    mark[s_end] -= 1
+    inside = np.cumsum(mark[:-1]) > 0
+    soffs = np.zeros(first.size + 1, dtype=np.int64)
+    np.cumsum(s_end - s_start, out=soffs[1:])
+    flat = pa.LargeStringArray.from_buffers(first.size, pa.py_buffer(soffs), pa.py_buffer(a.data[inside].tobytes()))
+    loffs = np.zeros(a.sentence_counts.size + 1, dtype=np.int64)
+    np.cumsum(a.sentence_counts, out=loffs[1:])
+    return pa.LargeListArray.from_arrays(pa.array(loffs), flat)
 
 
-def _as_int32(arr: pa.Array) -> np.ndarray:
-    return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32)
+def count_sentences(normal: pa.Array) -> np.ndarray:
+    """Number of sentences per normal-form string (int32)."""
+    return analyze(normal).sentence_counts.astype(np.int32)

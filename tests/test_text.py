@@ -45,21 +45,56 @@ def test_words_unicode_latin_and_cyrillic():
 
 
 def test_sentences_split_on_terminal_punctuation_and_lines():
-    t = arr("First one. Second one! Third?\nA heading\n... \nLast… end")
-    assert text.sentences(t).to_pylist() == [["First one", "Second one", "Third", "A heading", "Last", "end"]]
-    assert text.count_sentences(t).tolist() == [6]
+    t = text.normal_form(arr("First one. Second one! Third?\nA heading\n... \n«Last…» end", "", "Один. Два три?!  Четыре"))
+    assert text.sentences(t).to_pylist() == [
+        ["first one", "second one", "third", "a heading", "last", "end"],
+        [],
+        ["один", "два три", "четыре"],
+    ]
+    assert text.count_sentences(t).tolist() == [6, 0, 3]
 
 
-def test_decimal_point_does_not_split_a_sentence():
-    assert text.count_sentences(arr("Version 3.11 is out. Yes")).tolist() == [2]
+def test_decimal_point_and_abbreviation_inside_words():
+    t = text.normal_form(arr("Version 3.11 is out. Yes", "see e.g. this"))
+    assert text.sentences(t).to_pylist() == [["version 3.11 is out", "yes"], ["see e.g", "this"]]
+
+
+def test_words_never_run_across_strings():
+    t = arr("ends with word", "word starts", "")
+    assert text.words(t).to_pylist() == [["ends", "with", "word"], ["word", "starts"], []]
+    assert text.count_sentences(t).tolist() == [1, 1, 0]
+
+
+def test_normal_form_ascii_fast_path_agrees_with_python():
+    xs = ["ASCII Only Text", "Mixed ÀÉ text", None, "", "ǅ ﬀ Ⅻ ＡＢ"]
+    import unicodedata
+
+    assert text.normal_form(arr(*xs)).to_pylist() == [None if x is None else unicodedata.normalize("NFKC", x).casefold() for x in xs]
 
 
 @given(st.lists(st.text(max_size=60), max_size=8))
-def test_counts_match_list_lengths(xs):
-    a = arr(*xs)
-    normal = text.normal_form(a)
-    assert text.count_words(normal).tolist() == [len(w) for w in text.words(normal).to_pylist()]
-    assert text.count_sentences(a).tolist() == [len(s) for s in text.sentences(a).to_pylist()]
+def test_counts_match_list_lengths_and_a_reference_tokenizer(xs):
+    import unicodedata
+
+    normal = text.normal_form(arr(*xs))
+    got = text.words(normal).to_pylist()
+    assert text.count_words(normal).tolist() == [len(w) for w in got]
+    assert text.count_sentences(normal).tolist() == [len(s) for s in text.sentences(normal).to_pylist()]
+    # reference: split on every character outside categories L, M, N
+    for s, ws in zip(normal.to_pylist(), got):
+        ref = "".join(c if unicodedata.category(c)[0] in "LMN" else " " for c in s).split()
+        assert ws == ref
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab .!?\n\t,»)"), max_size=40), max_size=6))
+def test_sentences_against_a_reference_splitter(xs):
+    import re
+
+    normal = text.normal_form(arr(*xs))
+    for s, got in zip(xs, text.sentences(normal).to_pylist()):
+        pieces = re.split(r"[.!?](?=[\s»)]|$)|\n", s)
+        ref = [re.sub(r"^[^ab]+|[^ab]+$", "", p) for p in pieces]
+        assert got == [p for p in ref if p]
 
 
 @given(st.text(max_size=80))

@@ -144,12 +144,11 @@ class Index:
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only catalog connection (repairs a crashed batch first when it can)."""
         self.require()
-        if (self.path / PENDING_FILE).exists():
-            lock = WriterLock(self.path)
-            if not lock.is_held():
-                with self.writer():
-                    pass
-        holder = WriterLock(self.path).holder() if (self.path / PENDING_FILE).exists() else None
+        lock = WriterLock(self.path)
+        if (self.path / PENDING_FILE).exists() and not lock.is_held():
+            with self.writer():
+                pass
+        holder = lock.holder() if lock.is_held() else None
         con = catalog.connect(self.catalog_path, read_only=True, holder=holder)
         try:
             catalog.check_schema(con)
@@ -203,17 +202,23 @@ class Writer:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def finish_batch(self, batch_id: int | None, postings: dict[str, tuple[np.ndarray, np.ndarray]] | None) -> None:
+    def finish_batch(self, batch_id: int | None, postings: dict[str, tuple[np.ndarray, np.ndarray]] | None,
+                     timings: dict[str, float] | None = None) -> None:
         """After the catalog commit: append postings, checkpoint, clear the marker."""
         from ..faults import crashpoint
 
         assert self.postings is not None and self.con is not None
+        t0 = time.perf_counter()
         if batch_id is not None:
             crashpoint("duckdb-after-commit")
             self.postings.apply_batch(batch_id, postings or {})
             crashpoint("lmdb-after-commit")
+        t1 = time.perf_counter()
         crashpoint("before-checkpoint")
         self.con.execute("CHECKPOINT")
+        if timings is not None:
+            timings["postings"] = timings.get("postings", 0.0) + t1 - t0
+            timings["checkpoint"] = timings.get("checkpoint", 0.0) + time.perf_counter() - t1
         (self.index.path / PENDING_FILE).unlink(missing_ok=True)
 
     def repair(self) -> list[int]:

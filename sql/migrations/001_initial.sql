@@ -33,7 +33,7 @@ CREATE TABLE documents (
     n_sentences  INTEGER NOT NULL,
     n_bytes      INTEGER NOT NULL,    -- UTF-8 bytes of text
     content_hash UBIGINT NOT NULL,    -- xxh3-64 (seed 0) of text as UTF-8
-    text         VARCHAR NOT NULL
+    text         VARCHAR NOT NULL USING COMPRESSION zstd  -- zstd: ~6x faster to checkpoint than the automatic choice, and smaller
 );
 
 CREATE TABLE rejects (

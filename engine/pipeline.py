@@ -1,0 +1,79 @@
+"""Run the reading side of ingest in a background thread.
+
+Reading (JSON decoding, WARC parsing, HTML extraction) holds the GIL; the
+Arrow compute and DuckDB work of the main thread mostly releases it. On a
+2-core machine overlapping the two is the cheapest speed-up there is, and it
+keeps memory bounded: at most ``depth`` chunks wait in the queue.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+    """Yield ``items`` in order, producing them in a daemon thread ``depth`` ahead.
+
+    An exception raised by the producer is re-raised here, at the point it
+    occurred in the sequence. Closing the generator early stops the producer
+    at its next item.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                q.put((item, None))
+            q.put((_DONE, None))
+        except BaseException as exc:  # handed to the consumer
+            q.put((_DONE, exc))
+
+    t = threading.Thread(target=run, name="neardup-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if item is _DONE:
+                if exc is not None:
+                    raise exc
+                return
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(timeout=0.05)
+
+
+def ordered_map(fn, items: Iterable, workers: int = 2, window: int = 3) -> Iterator:
+    """``map(fn, items)`` on a thread pool, results in input order, at most ``window`` in flight.
+
+    Worth it for work that releases the GIL (numpy, Arrow compute); an
+    exception from ``fn`` is raised when its item's turn comes.
+    """
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neardup-prepare") as pool:
+        pending: deque = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= window:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for f in pending:
+                f.cancel()

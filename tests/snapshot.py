@@ -1,0 +1,37 @@
+"""A comparable picture of an index's whole state (catalog rows and postings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neardup.store.index import Index
+from neardup.store.postings import LmdbPostings
+
+BATCH_COLS = "batch_id, source, n_docs, n_unchanged, n_skipped, n_rejected, n_bytes, first_doc_id, last_doc_id, status"
+
+
+def snapshot(path: Path) -> dict:
+    idx = Index(path)
+    with idx.reader() as con:
+        state = {
+            "documents": con.execute("SELECT * FROM documents ORDER BY doc_id").fetchall(),
+            "rejects": con.execute("SELECT * FROM rejects ORDER BY ALL").fetchall(),
+            "batches": con.execute(f"SELECT {BATCH_COLS} FROM batches ORDER BY batch_id").fetchall(),
+            "settings": con.execute("SELECT * FROM settings ORDER BY key").fetchall(),
+        }
+    if idx.postings_path.exists():
+        p = LmdbPostings(idx.postings_path, readonly=True)
+        try:
+            state["postings"] = p.dump()
+            state["applied_batch"] = p.applied_batch()
+        finally:
+            p.close()
+    else:
+        state["postings"], state["applied_batch"] = {}, 0
+    return state
+
+
+def content(state: dict) -> dict:
+    """The state without batch ids and sources: what must not depend on how input was split."""
+    docs = [(d[0], d[1], *d[5:]) for d in state["documents"]]  # drop source, record, batch_id
+    return {"documents": docs, "postings": state["postings"]}

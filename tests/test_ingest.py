@@ -1,0 +1,145 @@
+"""Ingest end to end through the engine API: incremental, versions, rejects, strict, determinism."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup import BadRecord, Index, IndexLocked, IndexNotFound, ReadOptions, Settings, SettingsMismatch
+from neardup.ingest import ingest
+from neardup.keys import hash64
+from neardup.store.index import WriterLock
+
+from .conftest import FIXTURES, words_text, write_jsonl
+from .snapshot import content, snapshot
+
+
+def test_ingest_twice_is_a_noop_the_second_time(tmp_path, index_dir):
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": words_text(20, i)} for i in range(5)])
+    idx = Index(index_dir)
+    r1 = ingest(idx, str(src))
+    r2 = ingest(idx, str(src))
+    assert (r1.n_docs, r1.n_unchanged, r1.batch_id) == (5, 0, 1)
+    assert (r2.n_docs, r2.n_unchanged, r2.batch_id) == (0, 5, 2)
+    s = snapshot(index_dir)
+    assert [d[0] for d in s["documents"]] == [1, 2, 3, 4, 5]
+    assert s["applied_batch"] == 2
+    assert s["postings"]["url"] == {int(h): [i + 1] for i, h in enumerate(hash64([f"u{i}" for i in range(5)]))}
+
+
+def test_changed_page_becomes_a_new_version(tmp_path, index_dir):
+    idx = Index(index_dir)
+    ingest(idx, str(write_jsonl(tmp_path / "1.jsonl", [{"url": "a", "text": words_text(12, 1)}, {"url": "b", "text": words_text(12, 2)}])))
+    ingest(idx, str(write_jsonl(tmp_path / "2.jsonl", [
+        {"url": "a", "text": words_text(12, 3)},   # changed
+        {"url": "b", "text": words_text(12, 2)},   # same
+        {"url": "a", "text": words_text(12, 4)},   # changed again in the same batch
+        {"url": "a", "text": words_text(12, 1)},   # back to version 1's text: already known, no-op
+    ])))
+    with idx.reader() as con:
+        rows = con.execute("SELECT url, version, is_latest, batch_id FROM documents ORDER BY doc_id").fetchall()
+        latest = con.execute("SELECT url, version FROM latest_documents ORDER BY url").fetchall()
+    assert rows == [("a", 1, False, 1), ("b", 1, True, 1), ("a", 2, False, 2), ("a", 3, True, 2)]
+    assert latest == [("a", 3), ("b", 1)]
+
+
+def test_rejects_are_recorded_and_good_records_kept(tmp_path, index_dir):
+    src = tmp_path / "mixed.jsonl"
+    src.write_text(
+        '{"url": "ok", "text": "%s"}\n{"url": "short", "text": "too few words here"}\n{oops\n{"url": "empty", "text": "  ...  "}\n' % words_text(15)
+    )
+    res = ingest(Index(index_dir), str(src))
+    assert (res.n_docs, res.n_rejected) == (1, 3)
+    with Index(index_dir).reader() as con:
+        rej = con.execute("SELECT batch_id, source, record, reason FROM rejects ORDER BY record").fetchall()
+    assert [(b, s, r) for b, s, r, _ in rej] == [(1, str(src), "line 2"), (1, str(src), "line 3"), (1, str(src), "line 4")]
+    assert rej[0][3] == "too short: 4 words (< 10) (url short)"
+    assert rej[2][3] == "empty text (no words) (url empty)"
+
+
+def test_min_words_setting_is_stored_and_enforced(tmp_path, index_dir):
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": "one two three"}])
+    res = ingest(Index(index_dir), str(src), create_with=Settings(min_words=3))
+    assert res.n_docs == 1
+    assert Index(index_dir).settings() == Settings(min_words=3)
+    with pytest.raises(SettingsMismatch, match="min_words=10"):
+        Index(index_dir).settings().check_overrides({"min_words": 10})
+
+
+def test_strict_rolls_back_the_batch_and_keeps_older_batches(tmp_path, index_dir):
+    idx = Index(index_dir)
+    ingest(idx, str(write_jsonl(tmp_path / "good.jsonl", [{"url": "g", "text": words_text(20)}])))
+    before = snapshot(index_dir)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"url": "x", "text": "%s"}\n{broken\n' % words_text(20, 5))
+    with pytest.raises(BadRecord, match=r"bad.jsonl: line 2: malformed JSON"):
+        ingest(idx, str(bad), strict=True)
+    after = snapshot(index_dir)
+    assert after["documents"] == before["documents"]
+    assert after["postings"] == before["postings"]
+    assert after["batches"][-1][0] == 2 and after["batches"][-1][-1] == "failed"
+    assert after["rejects"] == [(2, str(bad), "line 2", "malformed JSON: Expecting property name enclosed in double quotes at column 2")]
+    # the index is still writable, and the failed batch id is not reused
+    r = ingest(idx, str(bad))
+    assert (r.batch_id, r.n_docs, r.n_rejected) == (3, 1, 1)
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path, index_dir):
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])
+    ingest(Index(index_dir), str(src))
+    lock = WriterLock(index_dir)
+    lock.acquire()
+    try:
+        with pytest.raises(IndexLocked, match=r"another writer holds the index: pid \d+ on "):
+            ingest(Index(index_dir), str(src))
+    finally:
+        lock.release()
+    assert ingest(Index(index_dir), str(src)).n_unchanged == 1
+
+
+def test_missing_index_for_readers(index_dir):
+    with pytest.raises(IndexNotFound):
+        with Index(index_dir).reader():
+            pass
+
+
+def test_same_input_gives_identical_indexes(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        ingest(Index(d), str(FIXTURES / "crawl" / "sample.warc.gz"))
+        ingest(Index(d), str(FIXTURES / "text" / "docs.jsonl"))
+    assert content(snapshot(a)) == content(snapshot(b))
+
+
+def test_formats_agree_on_the_same_records(tmp_path):
+    """JSONL, gzip JSONL and Parquet of the same records give the same documents."""
+    results = []
+    for name in ("docs.jsonl", "docs.jsonl.gz", "docs.parquet"):
+        d = tmp_path / name
+        ingest(Index(d), str(FIXTURES / "text" / name))
+        results.append(content(snapshot(d)))
+    assert results[0] == results[1] == results[2]
+    assert len(results[0]["documents"]) == 96
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=25),
+    st.lists(st.integers(1, 24), max_size=4),
+)
+def test_batch_split_does_not_change_the_result(tmp_path_factory, records, cuts):
+    """Ingesting a stream in one batch or cut into several gives the same documents and postings."""
+    tmp = tmp_path_factory.mktemp("split")
+    recs = [{"url": f"u{u}", "text": words_text(12, v)} for u, v in records]
+    bounds = sorted({c for c in cuts if c < len(recs)})
+    parts = [recs[i:j] for i, j in zip([0, *bounds], [*bounds, len(recs)])]
+    whole = tmp / "whole"
+    ingest(Index(whole), str(write_jsonl(tmp / "all.jsonl", recs)))
+    split = tmp / "split"
+    for k, part in enumerate(parts):
+        ingest(Index(split), str(write_jsonl(tmp / f"part{k}.jsonl", part)))
+    assert content(snapshot(whole)) == content(snapshot(split))
+    shutil.rmtree(tmp)
