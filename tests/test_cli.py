@@ -1,0 +1,133 @@
+"""End-to-end CLI tests on the fixtures (typer's CliRunner and real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from neardup.cli.app import app
+
+from .conftest import FIXTURES, run_cli, words_text, write_jsonl
+
+runner = CliRunner()
+COMMANDS = ["init", "ingest", "sql", "info"]
+
+
+def invoke(*args, env=None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def test_help_lists_every_command_with_help_text():
+    r = invoke("--help")
+    assert r.exit_code == 0
+    for c in COMMANDS:
+        assert c in r.output
+        sub = invoke(c, "--help")
+        assert sub.exit_code == 0, c
+        assert len(app.registered_commands[COMMANDS.index(c)].callback.__doc__ or "") > 20, c
+
+
+def test_every_format_twice_then_sql(tmp_path):
+    idx = str(tmp_path / "idx")
+    inputs = [
+        FIXTURES / "crawl" / "sample.warc.gz",
+        FIXTURES / "crawl" / "sample.wet.gz",
+        FIXTURES / "text" / "docs.jsonl",
+        FIXTURES / "text" / "docs.jsonl.gz",
+        FIXTURES / "text" / "docs.parquet",
+        FIXTURES / "html",
+    ]
+    for p in inputs:
+        r = invoke("ingest", "--index", idx, str(p))
+        assert r.exit_code == 0, r.output
+        assert "added" in r.output
+    counts = invoke("sql", "--index", idx, "--format", "json", "SELECT count(*) AS n, count(DISTINCT url) AS urls FROM documents")
+    first = json.loads(counts.output)
+    for p in inputs:  # the second time nothing changes
+        r = invoke("ingest", "-q", "--index", idx, str(p))
+        assert r.exit_code == 0, r.output
+    again = json.loads(invoke("sql", "--index", idx, "--format", "json", "SELECT count(*) AS n, count(DISTINCT url) AS urls FROM documents").output)
+    assert again == first
+    assert first["n"] > 300
+    top = invoke("sql", "--index", idx, "--format", "csv", "SELECT url, n_words FROM documents ORDER BY n_words DESC, url LIMIT 5")
+    lines = top.output.strip().splitlines()
+    assert lines[0] == "url,n_words" and len(lines) == 6
+    n_words = [int(ln.rsplit(",", 1)[1]) for ln in lines[1:]]
+    assert n_words == sorted(n_words, reverse=True)
+    info = invoke("info", "--index", idx)
+    assert info.exit_code == 0 and "min_words=10" in info.output and "postings" in info.output
+
+
+def test_index_from_environment_variable(tmp_path):
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])
+    env = {"NEARDUP_INDEX": str(tmp_path / "envidx")}
+    assert invoke("ingest", str(src), env=env).exit_code == 0
+    assert (tmp_path / "envidx" / "catalog.duckdb").exists()
+    r = invoke("sql", "--format", "tsv", "SELECT url FROM documents", env=env)
+    assert r.output.splitlines() == ["url", "a"]
+
+
+def test_stdin_input(tmp_path):
+    data = (json.dumps({"url": "s1", "text": words_text(20)}) + "\n").encode()
+    p = run_cli("ingest", "--index", str(tmp_path / "i"), "-", input=data, check=True)
+    assert b"1 added" in p.stdout
+    q = run_cli("sql", "--index", str(tmp_path / "i"), "--format", "csv", "SELECT url, source FROM documents", check=True)
+    assert q.stdout.decode().splitlines() == ["url,source", "s1,<stdin>"]
+
+
+@pytest.mark.parametrize(
+    "args,code,message",
+    [
+        (["ingest", "NOPE.jsonl"], 2, "no such file"),
+        (["sql", "SELECT 1"], 3, "no neardup index here"),
+        (["info"], 3, "no neardup index here"),
+    ],
+)
+def test_errors_have_exit_codes_and_hints(tmp_path, args, code, message):
+    args = [a if a != "NOPE.jsonl" else str(tmp_path / a) for a in args]
+    r = invoke(*args, "--index", str(tmp_path / "none"))
+    assert r.exit_code == code, r.output
+    assert message in r.output and "hint:" in r.output
+
+
+def test_strict_failure_exit_code_and_message(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"url": "x", "text": "%s"}\n{nope\n' % words_text(20))
+    r = invoke("ingest", "--strict", "--index", str(tmp_path / "i"), str(bad))
+    assert r.exit_code == 5
+    assert "bad.jsonl: line 2: malformed JSON" in r.output and "rolled back" in r.output
+    n = invoke("sql", "--index", str(tmp_path / "i"), "-f", "csv", "SELECT count(*) AS n FROM documents")
+    assert n.output.splitlines() == ["n", "0"]
+
+
+def test_rejects_are_reported_in_the_summary(tmp_path):
+    src = tmp_path / "m.jsonl"
+    src.write_text('{"url": "ok", "text": "%s"}\n{"url": "s", "text": "short"}\n' % words_text(20))
+    r = invoke("ingest", "--index", str(tmp_path / "i"), str(src))
+    assert r.exit_code == 0
+    assert "1 added" in r.output and "1 rejected" in r.output
+    assert "m.jsonl: line 2: too short: 1 words (< 10)" in r.output
+
+
+def test_init_then_settings_conflict(tmp_path):
+    idx = str(tmp_path / "i")
+    assert invoke("init", "--index", idx, "--min-words", "3").exit_code == 0
+    assert invoke("init", "--index", idx).exit_code == 1
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": "one two three"}])
+    r = invoke("ingest", "--index", idx, "--min-words", "5", str(src))
+    assert r.exit_code == 2 and "min_words=5" in r.output
+    r = invoke("ingest", "--index", idx, str(src))
+    assert r.exit_code == 0 and "1 added" in r.output
+
+
+def test_sql_refuses_writes_and_reports_bad_queries(tmp_path):
+    idx = str(tmp_path / "i")
+    invoke("ingest", "--index", idx, str(write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])))
+    r = invoke("sql", "--index", idx, "DELETE FROM documents")
+    assert r.exit_code == 2 and "read-only" in r.output
+    r = invoke("sql", "--index", idx, "SELEC 1")
+    assert r.exit_code == 2 and "syntax error" in r.output
+    r = invoke("sql", "--index", idx, "--format", "xml", "SELECT 1")
+    assert r.exit_code == 2
