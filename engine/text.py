@@ -93,8 +93,7 @@ def normal_form(texts: pa.Array) -> pa.Array:
     mask = pc.invert(ascii_rows)
     other = texts.filter(mask).to_pylist()
     folded = pa.array([unicodedata.normalize("NFKC", s).casefold() for s in other], pa.large_string())
-    pos = np.cumsum(mask.to_numpy(zero_copy_only=False)) - 1
-    return pc.if_else(mask, folded.take(pa.array(np.maximum(pos, 0))), lowered)
+    return pc.replace_with_mask(lowered, mask, folded)
 
 
 def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -167,17 +166,19 @@ def word_spans(normal: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
         e = np.empty(0, np.int64)
         return data, np.zeros(0, bool), e, e, counts
     isw = _byte_is_word(data)
-    prev = np.empty_like(isw)
-    prev[0] = False
-    prev[1:] = isw[:-1]
-    nxt = np.empty_like(isw)
-    nxt[-1] = False
-    nxt[:-1] = isw[1:]
-    nonempty = offs[1:] > offs[:-1]
-    prev[offs[:-1][nonempty]] = False  # a word never runs across two strings
-    nxt[offs[1:][nonempty] - 1] = False
-    starts = np.flatnonzero(isw & ~prev)
-    ends = np.flatnonzero(isw & ~nxt) + 1
+    # runs of word bytes: their edges alternate start, end, start, ...
+    edges = np.flatnonzero(isw[1:] != isw[:-1]) + 1
+    if isw[0]:
+        edges = np.concatenate([[0], edges])
+    if isw[-1]:
+        edges = np.concatenate([edges, [data.size]])
+    # a word never runs across two strings: split runs at string boundaries inside them
+    inner = offs[1:-1]
+    inner = np.unique(inner[(inner > 0) & (inner < data.size)])
+    cut = inner[isw[inner - 1] & isw[inner]]
+    if cut.size:
+        edges = np.sort(np.concatenate([edges, cut, cut]), kind="stable")
+    starts, ends = edges[0::2], edges[1::2]
     counts = np.diff(np.searchsorted(starts, offs))
     return data, isw, starts, ends, counts
 

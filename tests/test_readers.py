@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import io
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup import InputError, ReadOptions
 from neardup.readers import detect_format, read_input
@@ -195,3 +198,47 @@ def test_missing_input_and_unknown_format_raise_before_reading(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"1")
     with pytest.raises(InputError, match="cannot tell the format"):
         read_input(str(tmp_path / "x.bin"), ReadOptions())
+
+
+LINE_KINDS = [
+    '{"url": "u%d", "text": "plain text number %d"}',
+    '{"id": "i%d", "text": "with id %d", "extra": [1, {"x": 2}]}',
+    '{"text": "no id at all %d %d"}',
+    '{"url": "", "id": "e%d", "text": "empty url %d"}',
+    '{"url": "n%d", "text": null, "k": %d}',
+    '{"url": "b%d", "text": "nul \\u0000 %d"}',
+    '{"url": "s%d", "text": "lone \\ud800 surrogate %d"}',
+    '{"url": %d, "text": "numeric url %d"}',
+    '{"url": "x%d", "text": %d}',
+    '[%d, %d]',
+    '{"url": "m%d", "text": "unterminated %d',
+    '{"url": "d%d", "text": "a", "text": "dup key %d"}',
+    '',
+    '{"url": "c%d", "text": "caf\xe9 %d"}',
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, len(LINE_KINDS) - 1), max_size=20), st.booleans())
+def test_fast_and_line_by_line_jsonl_paths_agree(kinds, final_newline):
+    from neardup.readers import jsonl
+    from neardup.readers.base import ChunkBuilder
+
+    lines = []
+    for i, k in enumerate(kinds):
+        t = LINE_KINDS[k]
+        line = (t % (i, i) if "%d" in t else t).encode("utf-8", "surrogateescape") if k != 13 else (t % (i, i)).encode("latin-1")
+        lines.append(line)
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    opts = ReadOptions()
+    got_rows, got_rej = [], []
+    for ch in jsonl.read_jsonl(io.BytesIO(data), "s.jsonl", opts):
+        got_rows.extend(ch.batch.to_pylist())
+        got_rej.extend((r.record, r.reason) for r in ch.rejects)
+    b = ChunkBuilder("s.jsonl")
+    n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    for no, line in enumerate(data.split(b"\n")[:n], start=1):
+        jsonl._one_line(b, line, no, "s.jsonl", opts)
+    ref = b.take()
+    assert got_rows == ref.batch.to_pylist()
+    assert sorted(got_rej) == sorted((r.record, r.reason) for r in ref.rejects)

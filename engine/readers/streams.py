@@ -127,3 +127,31 @@ def iter_lines(stream: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
         yield from lines
     if rest:
         yield rest
+
+
+def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
+    """Runs of whole lines, about ``block`` bytes each, each ending with a newline
+    (but perhaps the last, at the end of the stream).
+
+    Raises ``Truncated`` like ``iter_lines``, after every complete line before
+    the cut was yielded; the partial line at the cut is dropped.
+    """
+    rest = b""
+    while True:
+        try:
+            data = stream.read(block)
+        except Truncated:
+            raise
+        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
+            raise Truncated(str(exc) or type(exc).__name__) from exc
+        if not data:
+            break
+        buf = rest + data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            rest = buf
+            continue
+        rest = buf[cut:]
+        yield buf[:cut]
+    if rest:
+        yield rest
