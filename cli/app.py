@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -57,7 +57,7 @@ def version_callback(value: bool) -> None:
 @app.callback()
 def main_callback(
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
+        bool | None, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version and exit.")
     ] = None,
 ) -> None:
     """Near-duplicate document engine: ingest web crawls into an index folder and query it with SQL."""
@@ -88,14 +88,14 @@ def ingest_cmd(
     ],
     index: IndexOpt = DEFAULT_INDEX,
     text_field: Annotated[str, typer.Option(help="JSONL/Parquet field holding the text.")] = "text",
-    id_field: Annotated[Optional[str], typer.Option(help="JSONL/Parquet field holding the url/id [default: url, else id].")] = None,
+    id_field: Annotated[str | None, typer.Option(help="JSONL/Parquet field holding the url/id [default: url, else id].")] = None,
     html: Annotated[bool, typer.Option("--html", help="The text field holds HTML markup: extract its visible text.")] = False,
-    encoding: Annotated[Optional[str], typer.Option(help="Force this charset for HTML/text bytes instead of the declared one.")] = None,
+    encoding: Annotated[str | None, typer.Option(help="Force this charset for HTML/text bytes instead of the declared one.")] = None,
     fmt: Annotated[
-        Optional[str], typer.Option("--format", help="Input format when the name does not tell it: warc, jsonl, parquet, html, text.")
+        str | None, typer.Option("--format", help="Input format when the name does not tell it: warc, jsonl, parquet, html, text.")
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail and roll back the batch at the first bad record.")] = False,
-    min_words: Annotated[Optional[int], typer.Option(help="For a new index: reject texts with fewer words [default: 10].")] = None,
+    min_words: Annotated[int | None, typer.Option(help="For a new index: reject texts with fewer words [default: 10].")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op."""

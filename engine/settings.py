@@ -26,7 +26,7 @@ class Settings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Settings":
+    def from_dict(cls, d: dict[str, Any]) -> Settings:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known})
 

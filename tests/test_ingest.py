@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup import BadRecord, Index, IndexLocked, IndexNotFound, ReadOptions, Settings, SettingsMismatch
+from neardup import BadRecord, Index, IndexLocked, IndexNotFound, Settings, SettingsMismatch
 from neardup.ingest import ingest
 from neardup.keys import hash64
 from neardup.store.index import WriterLock

@@ -17,7 +17,7 @@ def write_warc(path: Path, pages: list[tuple], gzip: bool = True) -> Path:
         for page in pages:
             url, body, ctype = page[:3]
             status = page[3] if len(page) > 3 else "200 OK"
-            req = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=StatusAndHeaders(f"GET / HTTP/1.1", [("Host", "x")], is_http_request=True))
+            req = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=StatusAndHeaders("GET / HTTP/1.1", [("Host", "x")], is_http_request=True))
             w.write_record(req)
             headers = StatusAndHeaders(status, [("Content-Type", ctype), ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
             w.write_record(w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers))

@@ -105,36 +105,13 @@ def peek(raw: BinaryIO, n: int = 8) -> tuple[BinaryIO, bytes]:
     return raw, raw.peek(n)[:n]
 
 
-def iter_lines(stream: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
-    """Lines (without the newline) of a byte stream, reading ``block`` bytes at a time.
-
-    Raises ``Truncated`` when the decompressor reports a cut or corrupt stream,
-    after every complete line before the cut was yielded (the partial line at
-    the cut is dropped: it is covered by the truncation reject).
-    """
-    rest = b""
-    while True:
-        try:
-            data = stream.read(block)
-        except Truncated:
-            raise
-        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
-            raise Truncated(str(exc) or type(exc).__name__) from exc
-        if not data:
-            break
-        lines = (rest + data).split(b"\n")
-        rest = lines.pop()
-        yield from lines
-    if rest:
-        yield rest
-
-
 def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
     """Runs of whole lines, about ``block`` bytes each, each ending with a newline
     (but perhaps the last, at the end of the stream).
 
-    Raises ``Truncated`` like ``iter_lines``, after every complete line before
-    the cut was yielded; the partial line at the cut is dropped.
+    Raises ``Truncated`` when the decompressor reports a cut or corrupt
+    stream, after every complete line before the cut was yielded; the partial
+    line at the cut is dropped (the truncation reject covers it).
     """
     rest = b""
     while True:

@@ -119,7 +119,7 @@ class Index:
             raise IndexNotFound(f"{self.path}: no neardup index here (no {catalog.CATALOG_FILE})")
 
     @contextlib.contextmanager
-    def writer(self, create_with: Settings | None = None) -> Iterator["Writer"]:
+    def writer(self, create_with: Settings | None = None) -> Iterator[Writer]:
         """Exclusive write access; repairs a half-written batch first.
 
         With ``create_with``, a missing index is created with those settings.
