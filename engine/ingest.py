@@ -210,7 +210,7 @@ def ingest(
             con.execute("ROLLBACK")
             w.finish_batch(None, None)
             raise
-        t = time.perf_counter()
+        # derived from the committed rows, exactly as crash recovery derives them
         postings = w.batch_postings(batch_id) if n_added else {}
         w.finish_batch(batch_id, postings, timings=res.timings)
     res.seconds = time.perf_counter() - t0

@@ -86,7 +86,10 @@ class WriterLock:
         return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}), since {info.get('since')}"
 
     def is_held(self) -> bool:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
