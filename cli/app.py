@@ -15,6 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from neardup import NeardupError, ReadOptions, Settings, __version__
+from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_sketch
 from neardup.ingest import IngestResult, ingest
 from neardup.query import info as index_info
 from neardup.query import run_sql
@@ -63,17 +64,59 @@ def main_callback(
     """Near-duplicate document engine: ingest web crawls into an index folder and query it with SQL."""
 
 
+MinWordsOpt = Annotated[int | None, typer.Option(help="Reject documents with fewer words than this [default: 10].")]
+SeedOpt = Annotated[int | None, typer.Option(help="Seed of every hash and permutation [default: 0].")]
+MethodsOpt = Annotated[
+    str | None,
+    typer.Option(help=f"Fingerprint methods, comma-separated, from: {', '.join(METHODS)} [default: {','.join(DEFAULT_METHODS)}]."),
+]
+ShingleOpt = Annotated[int | None, typer.Option(help="Words per shingle [default: 5].")]
+OffsetOpt = Annotated[int | None, typer.Option(help="Words between the starts of two shingles [default: 1].")]
+CharShingleOpt = Annotated[int | None, typer.Option(help="Characters per character shingle (method chars) [default: 5].")]
+SketchOpt = Annotated[str | None, typer.Option(help="Bottom-k sketch size, as bottom-k:N [default: bottom-k:100].")]
+PermsOpt = Annotated[int | None, typer.Option(help="Permutations of the minhash method [default: 100].")]
+PermutationOpt = Annotated[str | None, typer.Option(help="Permutation scheme: universal or matrix (the seeds' binary matrices) [default: universal].")]
+
+
+def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation) -> dict:
+    """The settings given on the command line (None for those not given)."""
+    return {
+        "min_words": min_words,
+        "seed": seed,
+        "methods": parse_methods(methods) if methods is not None else None,
+        "shingle_size": shingle_size,
+        "shingle_offset": shingle_offset,
+        "char_shingle_size": char_shingle_size,
+        "bottomk": parse_sketch(sketch) if sketch is not None else None,
+        "minhash_perms": minhash_perms,
+        "permutation": permutation,
+    }
+
+
+def _new_settings(given: dict) -> Settings:
+    return Settings(**{k: v for k, v in given.items() if v is not None})
+
+
 @app.command()
 def init(
     index: IndexOpt = DEFAULT_INDEX,
-    min_words: Annotated[int, typer.Option(help="Reject documents with fewer words than this.")] = 10,
+    min_words: MinWordsOpt = None,
+    seed: SeedOpt = None,
+    methods: MethodsOpt = None,
+    shingle_size: ShingleOpt = None,
+    shingle_offset: OffsetOpt = None,
+    char_shingle_size: CharShingleOpt = None,
+    sketch: SketchOpt = None,
+    minhash_perms: PermsOpt = None,
+    permutation: PermutationOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
         idx = Index(index)
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
-        with idx.writer(create_with=Settings(min_words=min_words)):
+        s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation))
+        with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
         _fail(exc)
@@ -95,17 +138,29 @@ def ingest_cmd(
         str | None, typer.Option("--format", help="Input format when the name does not tell it: warc, jsonl, parquet, html, text.")
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail and roll back the batch at the first bad record.")] = False,
-    min_words: Annotated[int | None, typer.Option(help="For a new index: reject texts with fewer words [default: 10].")] = None,
+    min_words: MinWordsOpt = None,
+    seed: SeedOpt = None,
+    methods: MethodsOpt = None,
+    shingle_size: ShingleOpt = None,
+    shingle_offset: OffsetOpt = None,
+    char_shingle_size: CharShingleOpt = None,
+    sketch: SketchOpt = None,
+    minhash_perms: PermsOpt = None,
+    permutation: PermutationOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
-    """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op."""
+    """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op.
+
+    Settings options apply when this creates the index; on an existing index they must match it.
+    """
     opts = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
     idx = Index(index)
     failed = False
     try:
-        if idx.exists() and min_words is not None:
-            idx.settings().check_overrides({"min_words": min_words})
-        create = Settings(min_words=min_words if min_words is not None else 10)
+        given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation)
+        if idx.exists():
+            idx.settings().check_overrides(given)
+        create = _new_settings(given)
         for path in inputs:
             res = _ingest_one(idx, path, opts, strict, create, quiet)
             if not quiet:

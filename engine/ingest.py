@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from . import __version__, text
+from . import __version__, fingerprints, text
 from .errors import BadRecord
 from .faults import crashpoint
 from .keys import hash64
@@ -97,7 +97,8 @@ def extract_html(chunk: RawChunk) -> RawChunk:
 def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects."""
     cleaned = chunk.column("content")
-    analysis = text.analyze(text.normal_form(cleaned))
+    normal = text.normal_form(cleaned)
+    analysis = text.analyze(normal)
     n_words = analysis.word_counts.astype(np.int32)
     n_sentences = analysis.sentence_counts.astype(np.int32)
     ok = n_words >= settings.min_words
@@ -115,8 +116,11 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     texts = kept_text.to_pylist()
     h = xxhash.xxh3_64_intdigest
     hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
+    images = fingerprints.compute(normal, analysis, settings)
+    columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
     table = pa.table(
         {
+            **columns,
             "url": chunk.column("url").filter(mask),
             "source": chunk.column("source").filter(mask),
             "record": chunk.column("record").filter(mask),
@@ -299,8 +303,25 @@ def _add_documents(w: Writer, versions: _Versions, t: pa.Table, batch_id: int, n
             con.execute(query("catalog", "insert_documents"))
         finally:
             con.unregister("new_docs")
+        _insert_fingerprints(con, new_docs)
         res.n_docs += n
     return next_doc
+
+
+def _insert_fingerprints(con, docs: pa.Table) -> None:
+    """Append each method's columns (named ``method.column`` in ``docs``) to ``fp_<method>``."""
+    by_method: dict[str, dict[str, pa.Array]] = {}
+    for name in docs.column_names:
+        if "." in name:
+            method, col = name.split(".", 1)
+            by_method.setdefault(method, {})[col] = docs.column(name)
+    for method, cols in by_method.items():
+        t = pa.table({"doc_id": docs.column("doc_id"), **cols})
+        con.register("new_fp", t)
+        try:
+            con.execute(f"INSERT INTO fp_{method} BY NAME SELECT * FROM new_fp")
+        finally:
+            con.unregister("new_fp")
 
 
 def _insert_rejects(con, batch_id: int, rejects: list[Reject]) -> None:

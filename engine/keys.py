@@ -7,6 +7,8 @@ Tables:
 
 * ``url``: xxh3-64 of the url (UTF-8, seed 0) -> doc ids (all versions).
 * ``content``: ``content_hash`` -> doc ids (exact duplicates share a list).
+* one table per equal-key fingerprint method (``a0``, ``a6``, ``a6_36``,
+  ``a8``): its keys (``neardup.fingerprints.POSTINGS``) -> doc ids.
 """
 
 from __future__ import annotations
@@ -28,3 +30,22 @@ def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.nda
         "url": (hash64(urls), ids),
         "content": (np.asarray(content_hashes, dtype=np.uint64), ids),
     }
+
+
+def batch_postings(con, batch_id: int, methods: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every posting of one batch, read back from its catalog rows."""
+    from .fingerprints import POSTINGS, posting_keys
+    from .sqlfiles import query
+
+    t = con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
+    out = derive_postings(t.column("doc_id").to_numpy(), t.column("url").to_pylist(), t.column("content_hash").to_numpy())
+    if t.num_rows == 0:
+        return out
+    lo, hi = int(t.column("doc_id")[0].as_py()), int(t.column("doc_id")[-1].as_py())
+    for method in methods:
+        if method not in POSTINGS:
+            continue
+        column, kind = POSTINGS[method]
+        ft = con.sql(f"SELECT doc_id, {column} FROM fp_{method} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+        out[method] = posting_keys(kind, ft.column(column).combine_chunks(), ft.column("doc_id").to_numpy())
+    return out

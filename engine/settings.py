@@ -2,28 +2,74 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import SettingsMismatch
 
+#: Fingerprint methods and what each computes (tables in docs/sql.md).
+METHODS: dict[str, str] = {
+    "shingles": "word shingles: each document's full distinct shingle-hash set (sorted)",
+    "chars": "character shingles: the distinct set of character n-gram hashes",
+    "bottomk": "n minimal elements in one permutation (bottom-k sketch of the shingle set)",
+    "minhash": "minimal elements in n permutations (classic min-hash of the shingle set)",
+    "simhash": "64-bit simhash, Charikar's bit-sum over word hashes",
+    "simhash_hp": "64-bit simhash by 64 random hyperplanes (report 002)",
+    "a0": "A0 MD5 of the whole text after the RCDL preprocessing",
+    "a6": "A6 megashingles: 84 min-hashes -> 6 supershingles of 14 -> 15 megashingles",
+    "a6_36": "A6 variant the RCDL authors ran: 36 min-hashes -> 6 supershingles of 6 -> 15 megashingles",
+    "a8": "A8 LogShingles: 5-word shingles with wrap-around, kept when divisible by a power of 2",
+}
+
+DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
+PERMUTATIONS = ("universal", "matrix")
+
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings of one index.
+    """Settings of one index (see docs/cli.md, `neardup init`).
 
     ``min_words``: records whose text has fewer words are rejected as too
     short (the seeds' collections kept documents of at least 10 words).
+    ``seed``: seeds every hash and permutation. ``methods``: the fingerprint
+    methods computed at ingest. ``shingle_size``/``shingle_offset``: words per
+    shingle and the step between shingle starts. ``char_shingle_size``:
+    characters per character shingle. ``bottomk``: sketch size of the
+    bottom-k method. ``minhash_perms``: permutations of the min-hash method.
+    ``permutation``: ``universal`` (multiply-add mod 2^64) or ``matrix`` (the
+    seeds' random binary matrices).
     """
 
     min_words: int = 10
+    seed: int = 0
+    methods: tuple[str, ...] = field(default=DEFAULT_METHODS)
+    shingle_size: int = 5
+    shingle_offset: int = 1
+    char_shingle_size: int = 5
+    bottomk: int = 100
+    minhash_perms: int = 100
+    permutation: str = "universal"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.min_words, int) or self.min_words < 1:
-            raise SettingsMismatch(f"min_words must be a positive integer, got {self.min_words!r}", hint="pass --min-words 1 or more")
+        object.__setattr__(self, "methods", tuple(self.methods))
+        for name in ("min_words", "shingle_size", "shingle_offset", "char_shingle_size", "bottomk", "minhash_perms"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise SettingsMismatch(f"{name} must be a positive integer, got {v!r}", hint=f"pass --{name.replace('_', '-')} 1 or more")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise SettingsMismatch(f"seed must be an integer in [0, 2^63), got {self.seed!r}", hint="pass --seed 0 or another integer")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise SettingsMismatch(f"unknown method(s) {', '.join(unknown)}", hint=f"choose from {', '.join(METHODS)}")
+        if len(set(self.methods)) != len(self.methods):
+            raise SettingsMismatch(f"a method is named twice in {','.join(self.methods)}", hint="name each method once")
+        if self.permutation not in PERMUTATIONS:
+            raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["methods"] = list(self.methods)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Settings:
@@ -33,7 +79,21 @@ class Settings:
     def check_overrides(self, overrides: dict[str, Any]) -> None:
         """Raise when an explicitly given setting differs from the stored one."""
         stored = self.to_dict()
-        bad = {k: v for k, v in overrides.items() if v is not None and stored.get(k) != v}
+        given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in overrides.items() if v is not None}
+        bad = {k: v for k, v in given.items() if stored.get(k) != v}
         if bad:
             desc = ", ".join(f"{k}={v!r} (index has {stored.get(k)!r})" for k, v in bad.items())
             raise SettingsMismatch(f"settings differ from the index: {desc}")
+
+
+def parse_methods(text: str) -> tuple[str, ...]:
+    """``"minhash,simhash"`` -> ``("minhash", "simhash")`` (validated by ``Settings``)."""
+    return tuple(m.strip().lower() for m in text.split(",") if m.strip())
+
+
+def parse_sketch(text: str) -> int:
+    """``"bottom-k:150"`` -> 150."""
+    kind, _, size = text.partition(":")
+    if kind.strip().lower() not in ("bottom-k", "bottomk", "n-min") or not size.strip().isdigit():
+        raise SettingsMismatch(f"cannot read --sketch {text!r}", hint="write it as bottom-k:N, e.g. bottom-k:150")
+    return int(size)

@@ -54,7 +54,7 @@ def test_sql_examples_in_the_docs_run(tmp_path):
     doc = (ROOT / "docs" / "sql.md").read_text()
     examples = doc.split("## Examples", 1)[1]
     statements = [s.strip() for s in re.sub(r"^\s*--.*$", "", examples, flags=re.MULTILINE).split(";") if s.strip()]
-    assert len(statements) == 4
+    assert len(statements) == 5
     with Index(tmp_path / "i").reader() as con:
         results = [con.execute(s).fetchall() for s in statements]
     assert len(results[0]) == 5

@@ -41,7 +41,7 @@ import duckdb
 import numpy as np
 
 from ..errors import IndexLocked, IndexNotFound
-from ..keys import derive_postings
+from ..keys import batch_postings
 from ..settings import Settings
 from ..sqlfiles import query
 from . import catalog
@@ -241,13 +241,8 @@ class Writer:
         return self.repaired
 
     def batch_postings(self, batch_id: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        assert self.con is not None
-        t = self.con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
-        return derive_postings(
-            t.column("doc_id").to_numpy(),
-            t.column("url").to_pylist(),
-            t.column("content_hash").to_numpy(),
-        )
+        assert self.con is not None and self.settings is not None
+        return batch_postings(self.con, batch_id, self.settings.methods)
 
     def rebuild_postings(self) -> None:
         """Throw the postings away and re-derive them from every committed batch."""

@@ -1,0 +1,119 @@
+"""Document images (fingerprints) of the seeds' methods, computed per chunk of documents.
+
+``compute(normal, analysis, settings)`` returns, for every enabled method, a
+dict of Arrow columns aligned with the chunk's documents; ``neardup.ingest``
+stores them in the method's ``fp_<method>`` table (docs/sql.md), and
+``postings(method, table)`` names the equal-key fingerprints that go to the
+LMDB inverted index. Intermediate results (word hashes, shingle hashes,
+sorted shingle sets, the RCDL word lists) are computed once per chunk and
+shared by the methods that need them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+
+from ..settings import Settings
+from ..text import Analysis
+from . import hashing, rcdl, sketches
+from . import simhash as simhash_mod
+
+
+class Chunk:
+    """A chunk's documents plus lazily computed shared intermediates."""
+
+    def __init__(self, normal: pa.Array, analysis: Analysis, settings: Settings):
+        self.normal = normal
+        self.a = analysis
+        self.s = settings
+        self.n = len(normal)
+
+    @functools.cached_property
+    def words(self) -> pa.Array:
+        return hashing.word_array(self.a)
+
+    @functools.cached_property
+    def word_hashes(self) -> np.ndarray:
+        return hashing.string_hashes(self.words, self.s.seed)
+
+    @functools.cached_property
+    def shingle_set(self) -> tuple[np.ndarray, np.ndarray]:
+        h, doc = hashing.shingle_hashes(self.word_hashes, self.a.word_counts, self.s.shingle_size, self.s.shingle_offset, self.s.seed)
+        return hashing.distinct_sorted(h, doc, self.n)
+
+    @functools.cached_property
+    def rcdl_words(self) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        w, counts = rcdl.preprocessed_words(self.words, self.a.word_counts)
+        return w, counts, hashing.string_hashes(w, self.s.seed)
+
+
+def lists(values: np.ndarray, counts: np.ndarray) -> pa.Array:
+    offs = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offs), pa.array(values, pa.uint64()))
+
+
+def rows(m: np.ndarray) -> pa.Array:
+    """Rows of a (n_docs, k) matrix as lists, dropping the ``EMPTY`` padding."""
+    keep = m != sketches.EMPTY
+    return lists(m[keep], keep.sum(axis=1))
+
+
+def _a6(c: Chunk, n_hashes: int) -> dict[str, pa.Array]:
+    _, counts, wh = c.rcdl_words
+    supers, megas = rcdl.a6(wh, counts, n_hashes, c.s.seed)
+    return {"supershingles": rows(supers), "megashingles": rows(megas)}
+
+
+def _a8(c: Chunk) -> dict[str, pa.Array]:
+    _, counts, wh = c.rcdl_words
+    values, per_doc, sig = rcdl.a8(wh, counts, c.s.seed)
+    return {"kept": lists(values, per_doc), "signature": pa.array(sig, pa.uint64())}
+
+
+COMPUTE = {
+    "shingles": lambda c: {"hashes": lists(*c.shingle_set)},
+    "chars": lambda c: {"hashes": lists(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n))},
+    "bottomk": lambda c: {"sketch": rows(sketches.bottom_k(*c.shingle_set, c.s.bottomk, c.s.seed, c.s.permutation))},
+    "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_set, c.s.minhash_perms, c.s.seed, c.s.permutation))},
+    "simhash": lambda c: {"simhash": pa.array(simhash_mod.charikar(c.word_hashes, c.a.word_counts), pa.uint64())},
+    "simhash_hp": lambda c: {"simhash": pa.array(simhash_mod.hyperplanes(c.words, c.a.word_counts, c.s.seed), pa.uint64())},
+    "a0": lambda c: {"md5": pa.array(rcdl.a0(c.rcdl_words[0], c.rcdl_words[1]), pa.string())},
+    "a6": lambda c: _a6(c, 84),
+    "a6_36": lambda c: _a6(c, 36),
+    "a8": _a8,
+}
+
+#: Equal-key methods: ``{method: (column, how the column becomes uint64 keys)}``; their keys go to the
+#: LMDB postings table named after the method.
+POSTINGS = {
+    "a0": ("md5", "md5"),
+    "a6": ("megashingles", "list"),
+    "a6_36": ("megashingles", "list"),
+    "a8": ("signature", "scalar"),
+}
+
+
+def compute(normal: pa.Array, analysis: Analysis, settings: Settings) -> dict[str, dict[str, pa.Array]]:
+    """``{method: {column: array aligned with the documents}}`` for every enabled method."""
+    c = Chunk(normal, analysis, settings)
+    return {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
+
+
+def posting_keys(kind: str, column: pa.Array, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, doc_ids)`` of one equal-key fingerprint column."""
+    ids = np.asarray(doc_ids, dtype=np.uint64)
+    if kind == "scalar":
+        return column.to_numpy(zero_copy_only=False).astype(np.uint64), ids
+    if kind == "md5":
+        keys = np.array([int(h[:16], 16) for h in column.to_pylist()], dtype=np.uint64)
+        return keys, ids
+    if kind == "list":
+        import pyarrow.compute as pc
+
+        lens = pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
+        return column.flatten().to_numpy(zero_copy_only=False).astype(np.uint64), np.repeat(ids, lens)
+    raise ValueError(kind)

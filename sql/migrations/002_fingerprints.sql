@@ -1,0 +1,12 @@
+-- Migration 002: one table per fingerprint method (docs/sql.md), filled for the methods enabled in `settings`.
+
+CREATE TABLE fp_shingles   (doc_id BIGINT NOT NULL, hashes UBIGINT[] NOT NULL);
+CREATE TABLE fp_chars      (doc_id BIGINT NOT NULL, hashes UBIGINT[] NOT NULL);
+CREATE TABLE fp_bottomk    (doc_id BIGINT NOT NULL, sketch UBIGINT[] NOT NULL);
+CREATE TABLE fp_minhash    (doc_id BIGINT NOT NULL, signature UBIGINT[] NOT NULL);
+CREATE TABLE fp_simhash    (doc_id BIGINT NOT NULL, simhash UBIGINT NOT NULL);
+CREATE TABLE fp_simhash_hp (doc_id BIGINT NOT NULL, simhash UBIGINT NOT NULL);
+CREATE TABLE fp_a0         (doc_id BIGINT NOT NULL, md5 VARCHAR NOT NULL);
+CREATE TABLE fp_a6         (doc_id BIGINT NOT NULL, supershingles UBIGINT[] NOT NULL, megashingles UBIGINT[] NOT NULL);
+CREATE TABLE fp_a6_36      (doc_id BIGINT NOT NULL, supershingles UBIGINT[] NOT NULL, megashingles UBIGINT[] NOT NULL);
+CREATE TABLE fp_a8         (doc_id BIGINT NOT NULL, kept UBIGINT[] NOT NULL, signature UBIGINT NOT NULL);
