@@ -7,7 +7,7 @@ next to each neardup method computed from the same raw texts (normal form,
 tokenising and shingling included in neardup's time). Each figure is the
 median of ``--runs`` runs; the ratio is datasketch's time over ours.
 
-    python benchmarks/fingerprints.py --docs 2000 --runs 3
+    python benchmarks/fingerprints.py --docs 2000 --runs 3 [--threads 2]
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--chunk", type=int, default=1000, help="documents per call (ingest works on chunks of this order)")
+    ap.add_argument("--chunk", type=int, default=500, help="documents per call (ingest works on chunks of this order)")
+    ap.add_argument("--threads", type=int, default=1, help="neardup worker threads over chunks, as ingest's prepare pool (2 there)")
     a = ap.parse_args()
     path = build_jsonl(60)
     texts = []
@@ -69,11 +70,17 @@ def main() -> None:
     chunks = [texts[i : i + a.chunk] for i in range(0, len(texts), a.chunk)]
 
     def run_all(settings: Settings) -> None:
-        for c in chunks:
-            ours(c, settings)
+        if a.threads == 1:
+            for c in chunks:
+                ours(c, settings)
+        else:
+            from neardup.pipeline import ordered_map
+
+            for _ in ordered_map(lambda c: ours(c, settings), chunks, workers=a.threads, window=2 * a.threads):
+                pass
 
     base = timed(datasketch_minhash, texts, runs=a.runs)
-    print(f"{len(texts)} documents, {mb:.1f} MB of text; medians of {a.runs} runs\n")
+    print(f"{len(texts)} documents, {mb:.1f} MB of text; neardup on {a.threads} thread(s); medians of {a.runs} runs\n")
     print("| method | seconds | MB/s | datasketch MinHash.bulk(128) / neardup |")
     print("|---|---|---|---|")
     print(f"| datasketch MinHash.bulk, num_perm=128, word 5-shingles | {base:.2f} | {mb / base:.1f} | 1.0x |")

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from . import __version__, fingerprints, text
+from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
 from .keys import hash64
@@ -67,8 +68,11 @@ class IngestResult:
 
 @dataclass
 class _Prepared:
-    table: pa.Table  # url, source, record, text, n_words, n_sentences, n_bytes, content_hash
+    table: pa.Table  # url, source, record, text, n_words, ..., "method.column" fingerprints, _row
     rejects: list[Reject]
+    terms: pa.Table | None = None  # (doc = chunk row, term, tf) for the statistics-based methods
+    sent_terms: pa.Table | None = None  # (doc, sent, term) for A5
+    sent_texts: pa.Table | None = None  # (doc, sent, text) for A5
 
 
 def extract_html(chunk: RawChunk) -> RawChunk:
@@ -117,7 +121,9 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     h = xxhash.xxh3_64_intdigest
     hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
     images = fingerprints.compute(normal, analysis, settings)
+    terms, sent_terms, sent_texts = fingerprints.terms(normal, analysis, settings)
     columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
+    columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
     table = pa.table(
         {
             **columns,
@@ -131,7 +137,7 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
             "content_hash": pa.array(hashes, pa.uint64()),
         }
     )
-    return _Prepared(table, rejects)
+    return _Prepared(table, rejects, terms, sent_terms, sent_texts)
 
 
 class _Versions:
@@ -185,16 +191,23 @@ def ingest(
     t0 = time.perf_counter()
     with index.writer(create_with=create_with or Settings()) as w:
         con = w.con
-        batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchone()
+        batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchall()[0]
         res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired))
         w.begin_batch()
         crashpoint("batch-start")
         con.execute("BEGIN TRANSACTION")
         try:
             first_doc = next_doc
+            if "a5" in w.settings.methods:
+                con.execute(query("lexical", "create_batch_sentences"))
             chunks = prefetch(raw_chunks)
             next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress)
             n_added = next_doc - first_doc
+            res.timings.pop("_sentences", None)
+            if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
+                t = time.perf_counter()
+                lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods)
+                res.tick("lexical", t)
             con.execute(
                 query("catalog", "insert_batch"),
                 [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
@@ -247,7 +260,7 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
             room = 20 - len(res.rejects)
             res.rejects.extend(rejects[:max(room, 0)])
         if prepared is not None and prepared.table.num_rows:
-            next_doc = _add_documents(w, versions, prepared.table, batch_id, next_doc, res)
+            next_doc = _add_documents(w, versions, prepared, batch_id, next_doc, res)
         t = res.tick("store", t)
         if progress:
             progress(chunk.batch.num_rows + chunk.n_skipped + len(chunk.rejects), chunk.n_bytes_read)
@@ -257,7 +270,8 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
     return next_doc
 
 
-def _add_documents(w: Writer, versions: _Versions, t: pa.Table, batch_id: int, next_doc: int, res: IngestResult) -> int:
+def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult) -> int:
+    t = prepared.table
     urls = t.column("url").to_pylist()
     hashes = t.column("content_hash").to_numpy()
     versions.load(urls, hash64(urls))
@@ -304,15 +318,50 @@ def _add_documents(w: Writer, versions: _Versions, t: pa.Table, batch_id: int, n
         finally:
             con.unregister("new_docs")
         _insert_fingerprints(con, new_docs)
+        if prepared.terms is not None:
+            rows = t.column("_row").to_numpy()
+            row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
+            row_to_doc[rows[keep]] = doc_ids[keep]
+            _insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
+            if prepared.sent_terms is not None:
+                offset = res.timings.get("_sentences", 0)
+                _insert_by_row(con, "batch_sent_terms", _shift(prepared.sent_terms, offset), row_to_doc)
+                _insert_by_row(con, "batch_sent_text", _shift(prepared.sent_texts, offset), row_to_doc)
+                res.timings["_sentences"] = offset + prepared.sent_texts.num_rows
         res.n_docs += n
     return next_doc
+
+
+def _shift(t: pa.Table, offset: int) -> pa.Table:
+    """Number sentences batch-wide rather than chunk-wide."""
+    i = t.column_names.index("sent")
+    return t.set_column(i, "sent", pc.add(t.column("sent"), offset))
+
+
+def _insert_by_row(con, table: str, rows: pa.Table, row_to_doc: np.ndarray) -> None:
+    """Insert ``rows`` (whose ``doc`` is a chunk row) into ``table`` under the rows' doc ids; rows of
+    records that were not added (unchanged, rejected) are dropped."""
+    doc = rows.column("doc").to_numpy()
+    ok = doc < row_to_doc.size
+    mapped = np.full(doc.size, -1, dtype=np.int64)
+    mapped[ok] = row_to_doc[doc[ok]]
+    keep = mapped >= 0
+    if not keep.any():
+        return
+    t = rows.filter(pa.array(keep)).drop_columns(["doc"])
+    t = t.add_column(0, "doc_id", pa.array(mapped[keep], pa.int64()))
+    con.register("new_rows", t)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM new_rows")
+    finally:
+        con.unregister("new_rows")
 
 
 def _insert_fingerprints(con, docs: pa.Table) -> None:
     """Append each method's columns (named ``method.column`` in ``docs``) to ``fp_<method>``."""
     by_method: dict[str, dict[str, pa.Array]] = {}
     for name in docs.column_names:
-        if "." in name:
+        if "." in name and not name.startswith("_"):
             method, col = name.split(".", 1)
             by_method.setdefault(method, {})[col] = docs.column(name)
     for method, cols in by_method.items():

@@ -19,6 +19,14 @@ METHODS: dict[str, str] = {
     "a6": "A6 megashingles: 84 min-hashes -> 6 supershingles of 14 -> 15 megashingles",
     "a6_36": "A6 variant the RCDL authors ran: 36 min-hashes -> 6 supershingles of 6 -> 15 megashingles",
     "a8": "A8 LogShingles: 5-word shingles with wrap-around, kept when divisible by a power of 2",
+    "lexical": "000's lexical image: the terms whose collection frequency lies in [0.00001, 0.5] of the largest",
+    "a1": "A1 TF: CRC32 of the 6 most frequent terms, alphabetical",
+    "a2": "A2 TF*IDF: CRC32 of the 6 terms of largest BM25 weight (k=2, b=0.75), alphabetical",
+    "a3": "A3 TF*RIDF: CRC32 of the 6 terms of largest TF*RIDF, alphabetical",
+    "a4": "A4 LongSent: CRC32 of the 2 longest sentences, alphabetical",
+    "a5": "A5 HeavySent: CRC32 of the 2 sentences of largest A2 weight, alphabetical",
+    "a10": "A10 OptFreq: CRC32 of the 6 terms of largest TF*IDF_opt, alphabetical",
+    "a12": "A12 3+5 records: signatures of the 3 longest sentences and 5 longest words, length, sentences",
 }
 
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")

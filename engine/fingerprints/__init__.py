@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..settings import Settings
 from ..text import Analysis
-from . import hashing, rcdl, sketches
+from . import hashing, lexical, rcdl, sketches
 from . import simhash as simhash_mod
 
 
@@ -74,6 +74,21 @@ def _a8(c: Chunk) -> dict[str, pa.Array]:
     return {"kept": lists(values, per_doc), "signature": pa.array(sig, pa.uint64())}
 
 
+def _a12(c: Chunk) -> dict[str, pa.Array]:
+    ss, ws, length, num = lexical.a12(c.a, c.words)
+    return {
+        "ss": pa.array(ss, pa.list_(pa.uint32())),
+        "ws": pa.array(ws, pa.list_(pa.uint32())),
+        "len": pa.array(length, pa.int32()),
+        "num": pa.array(num, pa.int32()),
+    }
+
+
+def _a4(c: Chunk) -> dict[str, pa.Array]:
+    sentences, sigs = lexical.a4(c.a)
+    return {"sentences": pa.array(sentences, pa.list_(pa.string())), "crc32": pa.array(sigs, pa.uint32())}
+
+
 COMPUTE = {
     "shingles": lambda c: {"hashes": lists(*c.shingle_set)},
     "chars": lambda c: {"hashes": lists(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n))},
@@ -85,7 +100,26 @@ COMPUTE = {
     "a6": lambda c: _a6(c, 84),
     "a6_36": lambda c: _a6(c, 36),
     "a8": _a8,
+    "a4": lambda c: _a4(c),
+    "a12": _a12,
 }
+
+
+def terms(normal: pa.Array, analysis: Analysis, settings: Settings) -> tuple[pa.Table | None, pa.Table | None, pa.Table | None]:
+    """For the statistics-based lexical methods: ``(doc_terms, a5 occurrences, a5 sentence texts)``;
+    ``doc`` columns index the chunk's documents. ``(None, None, None)`` when no such method is enabled."""
+    wanted = [m for m in settings.methods if m in lexical.STATS_METHODS]
+    if not wanted:
+        return None, None, None
+    c = Chunk(normal, analysis, settings)
+    words, counts = c.words, c.a.word_counts
+    kept_terms, kept_counts = rcdl.preprocessed_words(words, counts)
+    dt = lexical.doc_terms(kept_terms, kept_counts)
+    if "a5" not in wanted:
+        return dt, None, None
+    keep = rcdl.keep_mask(words)
+    occ, texts = lexical.sentence_tables(c.a, keep, kept_terms)
+    return dt, occ, texts
 
 #: Equal-key methods: ``{method: (column, how the column becomes uint64 keys)}``; their keys go to the
 #: LMDB postings table named after the method.

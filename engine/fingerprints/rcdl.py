@@ -45,14 +45,21 @@ STOP_WORDS = frozenset(
 SHINGLE = 5
 
 
+def keep_mask(words: pa.Array) -> np.ndarray:
+    """Which words the RCDL preprocessing keeps (more than 3 characters, not a stop word)."""
+    if len(words) == 0:
+        return np.zeros(0, dtype=bool)
+    keep = pc.and_(pc.greater(pc.utf8_length(words), 3), pc.invert(pc.is_in(words, value_set=pa.array(sorted(STOP_WORDS), words.type))))
+    return keep.to_numpy(zero_copy_only=False)
+
+
 def preprocessed_words(words: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """Words kept by the RCDL preprocessing, and how many each document keeps."""
     if len(words) == 0:
         return words, counts.copy()
-    keep = pc.and_(pc.greater(pc.utf8_length(words), 3), pc.invert(pc.is_in(words, value_set=pa.array(sorted(STOP_WORDS), words.type))))
-    keep_np = keep.to_numpy(zero_copy_only=False)
+    keep_np = keep_mask(words)
     doc = np.repeat(np.arange(counts.size), counts)
-    return words.filter(keep), np.bincount(doc[keep_np], minlength=counts.size)
+    return words.filter(pa.array(keep_np)), np.bincount(doc[keep_np], minlength=counts.size)
 
 
 def a0(words: pa.Array, counts: np.ndarray) -> list[str]:

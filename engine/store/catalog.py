@@ -31,7 +31,7 @@ def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.Du
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not exists:
         return 0
     rows = con.execute(query("catalog", "applied_migrations")).fetchall()

@@ -227,7 +227,7 @@ class Writer:
     def repair(self) -> list[int]:
         """Bring the postings up to the catalog after a crash; returns the batches re-applied."""
         assert self.postings is not None and self.con is not None
-        last = self.con.execute(query("catalog", "last_committed_batch")).fetchone()[0]
+        last = self.con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
         applied = self.postings.applied_batch()
         if applied > last:
             # The catalog is the truth; postings ahead of it can only be rebuilt.

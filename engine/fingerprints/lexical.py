@@ -1,0 +1,177 @@
+"""Lexical methods of 000 and 003: collection statistics, the lexical image, A1-A5, A10, A12.
+
+Terms are the RCDL-preprocessed words (``rcdl.preprocessed_words``). Methods
+that need collection statistics (``lexical``, A1 is local but shares the
+path, A2, A3, A5, A10) run at the end of a batch, inside its transaction,
+after the batch's terms were added to ``term_stats``: a document's signature
+uses the statistics as they are when its batch commits (the batch included).
+Later batches move the statistics without touching older signatures.
+
+Formulas (003 §4, natural logarithms; N documents, dl and avg_dl in terms):
+
+* A1 TF: weight tf.
+* A2 TF*IDF: ``tf / (2 (0.25 + 0.75 dl/avg_dl) + tf) * ln((N - df + 0.5) / (df + 0.5))`` (BM25, k=2, b=0.75).
+* A3 TF*RIDF: ``(0.5 + 0.5 tf/tf_max) * (-ln(df/N) + ln(1 - exp(-cf/N)))``.
+* A10 OptFreq: ``(0.5 + 0.5 tf/tf_max) * IDF_opt``, ``IDF = -ln(df/N)``,
+  ``IDF_opt = sqrt(IDF/11.5)`` if ``IDF < 11.5`` else ``11.5/IDF``.
+
+A1/A2/A3/A10: the 6 terms of largest weight (ties: alphabetical), sorted
+alphabetically (code point order), joined by single spaces; the signature is
+CRC32 (zlib) of the UTF-8 string. A4: the 2 longest sentences (in words; ties
+alphabetical), sorted alphabetically, joined by a space, CRC32. A5: the same
+with the 2 heaviest sentences, a sentence's weight being the sum of the A2
+weights of its term occurrences. A12 (003 §6.2): CRC32 signatures of the 3
+longest sentences and of the 5 longest distinct words (longest first, ties by
+signature), the number of words of 3 or more letters, the number of sentences.
+000's lexical image: the document's terms whose collection frequency lies in
+``[0.00001, 0.5]`` times the largest collection frequency.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..sqlfiles import query
+from ..text import Analysis
+
+STATS_METHODS = ("lexical", "a1", "a2", "a3", "a5", "a10")
+LOCAL_METHODS = ("a4", "a12")
+LEXICON = (0.00001, 0.5)
+
+
+def crc32(s: str) -> int:
+    return zlib.crc32(s.encode("utf-8"))
+
+
+def doc_terms(terms: pa.Array, counts: np.ndarray) -> pa.Table:
+    """``(doc, term, tf)`` rows: each document's distinct terms with their counts."""
+    doc = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    t = pa.table({"doc": doc, "term": terms})
+    g = t.group_by(["doc", "term"], use_threads=False).aggregate([([], "count_all")])
+    return g.rename_columns(["doc", "term", "tf"])
+
+
+def sentence_spans(a: Analysis) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per sentence: its document, first word, word count, and byte span ``[start, end)``."""
+    first = a.sentence_first
+    n_s = first.size
+    nxt = np.empty(n_s, dtype=np.int64)
+    nxt[:-1] = first[1:]
+    if n_s:
+        nxt[-1] = a.word_starts.size
+    words = nxt - first
+    doc = np.repeat(np.arange(a.sentence_counts.size), a.sentence_counts)
+    start = a.word_starts[first] if n_s else first
+    end = a.word_ends[nxt - 1] if n_s else first
+    return doc, first, words, np.stack([start, end]) if n_s else np.zeros((2, 0), dtype=np.int64)
+
+
+def _sentence_texts(a: Analysis, span: np.ndarray) -> list[str]:
+    data = a.data
+    return [bytes(data[s:e]).decode("utf-8") for s, e in zip(span[0].tolist(), span[1].tolist())]
+
+
+def a4(a: Analysis) -> tuple[list[list[str]], list[int]]:
+    doc, _, words, span = sentence_spans(a)
+    texts = _sentence_texts(a, span)
+    per_doc: list[list[tuple[int, str]]] = [[] for _ in range(a.sentence_counts.size)]
+    for d, n, t in zip(doc.tolist(), words.tolist(), texts):
+        per_doc[d].append((-n, t))
+    out_s, out_c = [], []
+    for sents in per_doc:
+        top = sorted(t for _, t in sorted(sents)[:2])
+        out_s.append(top)
+        out_c.append(crc32(" ".join(top)))
+    return out_s, out_c
+
+
+def a12(a: Analysis, words: pa.Array) -> tuple[list[list[int]], list[list[int]], np.ndarray, np.ndarray]:
+    doc, _, n_words, span = sentence_spans(a)
+    texts = _sentence_texts(a, span)
+    n_docs = a.sentence_counts.size
+    ss: list[list[tuple[int, int]]] = [[] for _ in range(n_docs)]
+    for d, n, t in zip(doc.tolist(), n_words.tolist(), texts):
+        ss[d].append((-n, crc32(t)))
+    ss_out = [[sig for _, sig in sorted(x)[:3]] for x in ss]
+    wdoc = np.repeat(np.arange(n_docs), a.word_counts)
+    wl = pc.utf8_length(words).to_numpy(zero_copy_only=False)
+    long_enough = np.bincount(wdoc[wl >= 3], minlength=n_docs)
+    ws: list[dict[int, int]] = [{} for _ in range(n_docs)]
+    for d, w, n in zip(wdoc.tolist(), words.to_pylist(), wl.tolist()):
+        ws[d][crc32(w)] = n
+    ws_out = [[sig for _, sig in sorted((-n, sig) for sig, n in x.items())[:5]] for x in ws]
+    return ss_out, ws_out, long_enough.astype(np.int32), a.sentence_counts.astype(np.int32)
+
+
+def sentence_tables(a: Analysis, keep: np.ndarray, terms: pa.Array) -> tuple[pa.Table, pa.Table]:
+    """For A5: ``(doc, sent, term)`` for every preprocessed term occurrence and ``(doc, sent, text)``
+    for every sentence; ``sent`` numbers the chunk's sentences."""
+    doc, first, n_words, span = sentence_spans(a)
+    sent_of_word = np.repeat(np.arange(first.size, dtype=np.int64), n_words)
+    s = sent_of_word[np.flatnonzero(keep)]
+    occurrences = pa.table({"doc": doc[s], "sent": s, "term": terms})
+    texts = pa.table({"doc": doc, "sent": np.arange(first.size, dtype=np.int64), "text": pa.array(_sentence_texts(a, span), pa.string())})
+    return occurrences, texts
+
+
+def weights(kind: str, t: pa.Table, n: int, avg_dl: float) -> np.ndarray:
+    tf = t.column("tf").to_numpy().astype(np.float64)
+    if kind == "a1":
+        return tf
+    df = t.column("df").to_numpy().astype(np.float64)
+    N = float(max(n, 1))
+    if kind == "a2":
+        dl = t.column("dl").to_numpy().astype(np.float64)
+        return tf / (2 * (0.25 + 0.75 * dl / max(avg_dl, 1e-12)) + tf) * np.log((N - df + 0.5) / (df + 0.5))
+    tf_max = t.column("tf_max").to_numpy().astype(np.float64)
+    tfn = 0.5 + 0.5 * tf / tf_max
+    if kind == "a3":
+        cf = t.column("cf").to_numpy().astype(np.float64)
+        return tfn * (-np.log(df / N) + np.log(-np.expm1(-cf / N)))
+    if kind == "a10":
+        idf = -np.log(df / N)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            opt = np.where(idf < 11.5, np.sqrt(np.maximum(idf, 0) / 11.5), 11.5 / idf)
+        return tfn * opt
+    raise ValueError(kind)
+
+
+def batch_end(con, lo: int, hi: int, methods: tuple[str, ...]) -> None:
+    """Update ``term_stats`` with batch documents ``lo..hi`` and write their statistics-based fingerprints."""
+    con.execute(query("lexical", "update_term_stats"), [lo, hi])
+    n, avg_dl, max_cf = con.execute(query("lexical", "stats")).fetchall()[0]
+    wanted = [m for m in methods if m in STATS_METHODS]
+    if "lexical" in wanted:
+        rows = con.sql(query("lexical", "lexical_image"), params=[LEXICON[0] * max_cf, LEXICON[1] * max_cf, lo, hi]).to_arrow_table()
+        _insert(con, "fp_lexical", rows)
+    need = [m for m in wanted if m in ("a1", "a2", "a3", "a10", "a5")]
+    if not need:
+        return
+    t = con.sql(query("lexical", "weights"), params=[lo, hi, lo, hi]).to_arrow_table()
+    for m in need:
+        kind = "a2" if m == "a5" else m
+        w = pa.table({"doc_id": t.column("doc_id"), "term": t.column("term"), "wt": weights(kind, t, n, avg_dl)})
+        con.register("w", w)
+        try:
+            if m == "a5":
+                rows = con.sql(query("lexical", "heavy_sentences")).to_arrow_table()
+                col = "sentences"
+            else:
+                rows = con.sql(query("lexical", "top6")).to_arrow_table()
+                col = "words"
+        finally:
+            con.unregister("w")
+        sigs = pa.array([crc32(" ".join(x)) for x in rows.column(col).to_pylist()], pa.uint32())
+        _insert(con, f"fp_{m}", rows.append_column("crc32", sigs))
+
+
+def _insert(con, table: str, rows: pa.Table) -> None:
+    con.register("new_fp", rows)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM new_fp")
+    finally:
+        con.unregister("new_fp")
