@@ -206,7 +206,7 @@ def ingest(
             res.timings.pop("_sentences", None)
             if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
                 t = time.perf_counter()
-                lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods)
+                lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
                 res.tick("lexical", t)
             con.execute(
                 query("catalog", "insert_batch"),

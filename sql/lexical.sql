@@ -56,3 +56,12 @@ WHERE r <= 2 GROUP BY doc_id ORDER BY doc_id;
 -- Temporary tables holding the batch's sentences for A5 (dropped with the connection).
 CREATE OR REPLACE TEMP TABLE batch_sent_terms (doc_id BIGINT, sent BIGINT, term VARCHAR);
 CREATE OR REPLACE TEMP TABLE batch_sent_text (doc_id BIGINT, sent BIGINT, text VARCHAR);
+
+-- name: lexrand_terms
+-- A7: each batch document's terms in the I-Match lexicon: normalised IDF ln(N/df)/ln(N) within [low, high].
+-- Parameters: N, N, low, high, lo, hi.
+SELECT t.doc_id, list_sort(list(t.term)) AS terms
+FROM doc_terms t JOIN term_stats s USING (term)
+WHERE ln(?::DOUBLE / s.df) / ln(greatest(?::DOUBLE, 2)) BETWEEN ? AND ?
+  AND t.doc_id BETWEEN ? AND ?
+GROUP BY t.doc_id ORDER BY t.doc_id;

@@ -137,3 +137,27 @@ def test_lexical_image_and_incremental_statistics(tmp_path):
     assert got == {t: (df[t], cf[t]) for t in df}
     # with a tiny collection the upper bound (half the largest collection frequency) is what bites
     assert image[2][0] == sorted(t for t in set(terms(DOCS[2])) if cf[t] <= 0.5 * max(cf.values()))
+
+
+def test_a7_lexrand_signatures(tmp_path):
+    import hashlib
+
+    import xxhash
+
+    from neardup.fingerprints import lexical
+
+    idx = Index(tmp_path / "i")
+    docs = DOCS + [DOCS[0] + " Extra words appended here.", "Completely other content about zebras giraffes lions tigers."]
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": t} for i, t in enumerate(docs)])),
+           create_with=Settings(methods=("a7",), min_words=5))
+    tfs, df, _ = expected_stats(docs)
+    n = len(docs)
+    with idx.reader() as con:
+        rows = con.execute("SELECT signatures, keys FROM fp_a7 ORDER BY doc_id").fetchall()
+    assert len(rows) == n
+    for tf, (sigs, keys) in zip(tfs, rows):
+        lex = sorted(t for t in tf if 0.2 <= math.log(n / df[t]) / math.log(n) <= 0.9)
+        subsets = [lex] + [[t for t in lex if xxhash.xxh3_64_intdigest(t.encode(), k) >= int(0.33 * 2**64)] for k in range(1, 11)]
+        assert sigs == [hashlib.sha1(" ".join(x).encode()).hexdigest() for x in subsets]
+        assert len(set(keys)) == 11
+    assert lexical.LEXRAND_K == 10

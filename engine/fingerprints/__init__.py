@@ -128,6 +128,7 @@ POSTINGS = {
     "a6": ("megashingles", "list"),
     "a6_36": ("megashingles", "list"),
     "a8": ("signature", "scalar"),
+    "a7": ("keys", "list"),
 }
 
 

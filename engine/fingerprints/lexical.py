@@ -38,7 +38,12 @@ import pyarrow.compute as pc
 from ..sqlfiles import query
 from ..text import Analysis
 
-STATS_METHODS = ("lexical", "a1", "a2", "a3", "a5", "a10")
+STATS_METHODS = ("lexical", "a1", "a2", "a3", "a5", "a7", "a10")
+#: A7: the lexicon keeps terms whose normalised IDF ln(N/df)/ln(N) lies in this band (003 drops "the words
+#: with the largest and smallest IDF" without numbers); K thinned lexicons each drop a term with probability P.
+LEXRAND_IDF = (0.2, 0.9)
+LEXRAND_K = 10
+LEXRAND_P = 0.33
 LOCAL_METHODS = ("a4", "a12")
 LEXICON = (0.00001, 0.5)
 
@@ -140,7 +145,39 @@ def weights(kind: str, t: pa.Table, n: int, avg_dl: float) -> np.ndarray:
     raise ValueError(kind)
 
 
-def batch_end(con, lo: int, hi: int, methods: tuple[str, ...]) -> None:
+def lexrand(docs: list[list[str]], seed: int) -> tuple[list[list[str]], list[list[int]]]:
+    """A7 signatures: SHA1 of the sorted lexicon terms of each document, then of its terms in each of
+    ``LEXRAND_K`` thinned lexicons; ``keys`` are 64-bit posting keys that include the coordinate, so only
+    the same coordinate of two documents can match.
+
+    Thinned lexicon k keeps a term when xxh3-64 of (term, seed + k) is at least ``P * 2^64``: a fixed
+    random draw per term, so membership does not move as the vocabulary grows. An empty intersection
+    gives the SHA1 of the empty string.
+    """
+    import hashlib
+
+    import xxhash
+
+    limit = int(LEXRAND_P * 2**64)
+    member: dict[str, list[bool]] = {}
+    sigs, keys = [], []
+    for terms in docs:
+        subsets = [terms] + [[] for _ in range(LEXRAND_K)]
+        for t in terms:
+            m = member.get(t)
+            if m is None:
+                b = t.encode("utf-8")
+                m = member[t] = [xxhash.xxh3_64_intdigest(b, seed + k) >= limit for k in range(1, LEXRAND_K + 1)]
+            for k, keep in enumerate(m, start=1):
+                if keep:
+                    subsets[k].append(t)
+        s = [hashlib.sha1(" ".join(x).encode("utf-8")).hexdigest() for x in subsets]
+        sigs.append(s)
+        keys.append([xxhash.xxh3_64_intdigest(f"{k}:{h}".encode(), seed) for k, h in enumerate(s)])
+    return sigs, keys
+
+
+def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) -> None:
     """Update ``term_stats`` with batch documents ``lo..hi`` and write their statistics-based fingerprints."""
     con.execute(query("lexical", "update_term_stats"), [lo, hi])
     n, avg_dl, max_cf = con.execute(query("lexical", "stats")).fetchall()[0]
@@ -148,6 +185,13 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...]) -> None:
     if "lexical" in wanted:
         rows = con.sql(query("lexical", "lexical_image"), params=[LEXICON[0] * max_cf, LEXICON[1] * max_cf, lo, hi]).to_arrow_table()
         _insert(con, "fp_lexical", rows)
+    if "a7" in wanted:
+        rows = con.sql(query("lexical", "lexrand_terms"), params=[n, n, LEXRAND_IDF[0], LEXRAND_IDF[1], lo, hi]).to_arrow_table()
+        found = dict(zip(rows.column("doc_id").to_pylist(), rows.column("terms").to_pylist()))
+        ids = list(range(lo, hi + 1))  # the batch's documents; those without lexicon terms sign the empty set
+        sigs, keys = lexrand([found.get(i, []) for i in ids], seed)
+        _insert(con, "fp_a7", pa.table({"doc_id": pa.array(ids, pa.int64()), "signatures": pa.array(sigs, pa.list_(pa.string())),
+                                         "keys": pa.array(keys, pa.list_(pa.uint64()))}))
     need = [m for m in wanted if m in ("a1", "a2", "a3", "a10", "a5")]
     if not need:
         return
