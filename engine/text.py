@@ -219,18 +219,37 @@ class Analysis:
 
     data: np.ndarray
     offsets: np.ndarray
-    in_word: np.ndarray
     word_starts: np.ndarray
     word_ends: np.ndarray
     word_counts: np.ndarray
     sentence_first: np.ndarray
     sentence_counts: np.ndarray
+    #: XXH64 (seeded) of every word's UTF-8 bytes, when computed by ``analyze``
+    word_hashes: np.ndarray | None = None
+    seed: int | None = None
+
+    @functools.cached_property
+    def in_word(self) -> np.ndarray:
+        """Mask of the bytes that belong to words."""
+        from . import kernels
+
+        return kernels.span_mask(self.data.size, self.word_starts, self.word_ends)
 
 
 _CLOSERS = [b'"', b"'", b")", b"]", "»".encode(), "”".encode(), "’".encode()]
 
 
-def analyze(normal: pa.Array) -> Analysis:
+def analyze(normal: pa.Array, seed: int = 0) -> Analysis:
+    """Words, sentences and word hashes of normal-form strings, in one compiled pass
+    (``neardup.kernels.tokenize``); ``analyze_reference`` is the same in numpy and defines it."""
+    from . import kernels
+
+    data, offs = _utf8(normal)
+    starts, ends, hashes, counts, first, sent_counts = kernels.tokenize(data, offs, _word_table(), np.uint64(seed))
+    return Analysis(data, offs, starts, ends, counts, first, sent_counts, hashes, seed)
+
+
+def analyze_reference(normal: pa.Array) -> Analysis:
     """Tokenise words and split sentences of normal-form strings in one pass set.
 
     A sentence ends at a line break, or at a ``.``/``!``/``?`` followed by white
@@ -269,7 +288,7 @@ def analyze(normal: pa.Array) -> Analysis:
         sent_counts = cs[loffs[1:]] - cs[loffs[:-1]]
     else:
         sent_counts = np.zeros(counts.size, dtype=np.int64)
-    return Analysis(data, offs, in_word, starts, ends, counts, np.flatnonzero(new), sent_counts)
+    return Analysis(data, offs, starts, ends, counts, np.flatnonzero(new), sent_counts)
 
 
 def sentences(normal: pa.Array) -> pa.ListArray:

@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# compiled kernels (numba) compile on first use: no per-example deadline
+hypothesis_settings.register_profile("neardup", deadline=None)
+hypothesis_settings.load_profile("neardup")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -20,7 +20,7 @@ M64 = (1 << 64) - 1
 
 
 def ref_word_hash(w: str, seed: int = 0) -> int:
-    return xxhash.xxh3_64_intdigest(w.encode("utf-8"), seed)
+    return xxhash.xxh64_intdigest(w.encode("utf-8"), seed)
 
 
 def ref_shingle(hashes: list[int], seed: int = 0) -> int:

@@ -102,3 +102,17 @@ def test_words_are_nonempty_and_contain_no_separator(s):
     for w in text.words(text.normal_form(arr(s))).to_pylist()[0]:
         assert w
         assert not any(ch.isspace() or ch in ".,;:!?" for ch in w)
+
+
+@given(st.lists(st.text(max_size=80), max_size=8), st.integers(0, 2**63 - 1))
+def test_compiled_tokenizer_matches_the_numpy_definition_and_xxh64(xs, seed):
+    import numpy as np
+    import xxhash
+
+    normal = text.normal_form(arr(*xs))
+    fast, ref = text.analyze(normal, seed), text.analyze_reference(normal)
+    for f in ("word_starts", "word_ends", "word_counts", "sentence_first", "sentence_counts"):
+        assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+    words = [w for ws in text.words(normal).to_pylist() for w in ws]
+    assert fast.word_hashes.tolist() == [xxhash.xxh64_intdigest(w.encode(), seed) for w in words]
+    assert np.array_equal(fast.in_word, text.word_spans(normal)[1])

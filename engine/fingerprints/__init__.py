@@ -37,6 +37,8 @@ class Chunk:
 
     @functools.cached_property
     def word_hashes(self) -> np.ndarray:
+        if self.a.word_hashes is not None and self.a.seed == self.s.seed:
+            return self.a.word_hashes
         return hashing.string_hashes(self.words, self.s.seed)
 
     @functools.cached_property

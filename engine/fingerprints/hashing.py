@@ -1,7 +1,8 @@
 """Deterministic 64-bit hashing of words and word shingles, over whole chunks.
 
-* A word's hash is xxh3-64 of its UTF-8 bytes with the index's seed
-  (``xxhash``; each distinct word of a chunk is hashed once).
+* A word's hash is XXH64 of its UTF-8 bytes with the index's seed (computed
+  while tokenising, ``neardup.kernels``; the same as the ``xxhash`` package's
+  ``xxh64``).
 * A shingle's hash combines the hashes of its words in order with a
   multiply-rotate step per word and the xxh3 avalanche at the end, in numpy
   uint64 arithmetic (wrapping, so the same bits on every machine). Changing
@@ -41,7 +42,7 @@ def word_array(a: Analysis) -> pa.LargeStringArray:
 
 
 def string_hashes(strings: pa.Array, seed: int) -> np.ndarray:
-    """xxh3-64 (seeded) of every string's UTF-8 bytes; each distinct string hashed once."""
+    """XXH64 (seeded) of every string's UTF-8 bytes; each distinct string hashed once."""
     if len(strings) == 0:
         return np.empty(0, dtype=np.uint64)
     enc = pc.dictionary_encode(strings)
@@ -49,7 +50,7 @@ def string_hashes(strings: pa.Array, seed: int) -> np.ndarray:
     _, obuf, dbuf = uniq.buffers()
     offs = np.frombuffer(obuf, dtype=np.int64)[uniq.offset : uniq.offset + len(uniq) + 1]
     mv = memoryview(dbuf) if dbuf is not None else memoryview(b"")
-    h = xxhash.xxh3_64_intdigest
+    h = xxhash.xxh64_intdigest
     ol = offs.tolist()
     uh = np.fromiter((h(mv[ol[i] : ol[i + 1]], seed) for i in range(len(uniq))), dtype=np.uint64, count=len(uniq))
     return uh[enc.indices.to_numpy(zero_copy_only=False)]

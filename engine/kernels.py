@@ -1,0 +1,186 @@
+"""Compiled loops (numba, cached) for the per-byte work that numpy can only do in many passes.
+
+``tokenize`` walks a chunk's UTF-8 bytes once and produces what
+``neardup.text.analyze`` defines — word spans, words per document, sentence
+starts, sentences per document — plus every word's XXH64 hash, computed as
+the word ends. ``text.analyze`` (numpy) stays the reference definition; a
+property test checks the two agree byte for byte, and another checks the
+hashes against the ``xxhash`` package.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+P1 = uint64(0x9E3779B185EBCA87)
+P2 = uint64(0xC2B2AE3D27D4EB4F)
+P3 = uint64(0x165667B19E3779F9)
+P4 = uint64(0x85EBCA77C2B2AE63)
+P5 = uint64(0x27D4EB2F165667C5)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x, r):
+    return (x << uint64(r)) | (x >> uint64(64 - r))
+
+
+@njit(cache=True, inline="always")
+def _read64(d, i):
+    v = uint64(0)
+    for k in range(8):
+        v |= uint64(d[i + k]) << uint64(8 * k)
+    return v
+
+
+@njit(cache=True, inline="always")
+def _read32(d, i):
+    v = uint64(0)
+    for k in range(4):
+        v |= uint64(d[i + k]) << uint64(8 * k)
+    return v
+
+
+@njit(cache=True, inline="always")
+def _round(acc, lane):
+    acc = acc + lane * P2
+    acc = _rotl(acc, 31)
+    return acc * P1
+
+
+@njit(cache=True, inline="always")
+def _merge(acc, val):
+    acc ^= _round(uint64(0), val)
+    return acc * P1 + P4
+
+
+@njit(cache=True)
+def xxh64(d, start, end, seed):
+    """XXH64 of ``d[start:end]`` (a uint8 array) with ``seed``."""
+    n = end - start
+    i = start
+    if n >= 32:
+        v1 = seed + P1 + P2
+        v2 = seed + P2
+        v3 = seed
+        v4 = seed - P1
+        limit = end - 32
+        while i <= limit:
+            v1 = _round(v1, _read64(d, i))
+            v2 = _round(v2, _read64(d, i + 8))
+            v3 = _round(v3, _read64(d, i + 16))
+            v4 = _round(v4, _read64(d, i + 24))
+            i += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(h, v1)
+        h = _merge(h, v2)
+        h = _merge(h, v3)
+        h = _merge(h, v4)
+    else:
+        h = seed + P5
+    h += uint64(n)
+    while i + 8 <= end:
+        h ^= _round(uint64(0), _read64(d, i))
+        h = _rotl(h, 27) * P1 + P4
+        i += 8
+    if i + 4 <= end:
+        h ^= _read32(d, i) * P1
+        h = _rotl(h, 23) * P2 + P3
+        i += 4
+    while i < end:
+        h ^= uint64(d[i]) * P5
+        h = _rotl(h, 11) * P1
+        i += 1
+    h ^= h >> uint64(33)
+    h *= P2
+    h ^= h >> uint64(29)
+    h *= P3
+    h ^= h >> uint64(32)
+    return h
+
+
+@njit(cache=True)
+def tokenize(data, offsets, word_table, seed):
+    """One pass over a chunk; see the module docstring. Returns
+    ``(starts, ends, hashes, word_counts, sentence_first, sentence_counts)``."""
+    n_docs = offsets.size - 1
+    cap = data.size // 2 + n_docs + 1  # a word takes a byte, and two words of one document a separator
+    starts = np.empty(cap, np.int64)
+    ends = np.empty(cap, np.int64)
+    hashes = np.empty(cap, np.uint64)
+    word_counts = np.zeros(n_docs, np.int64)
+    sent_first = np.empty(cap, np.int64)
+    sent_counts = np.zeros(n_docs, np.int64)
+    nw = 0
+    ns = 0
+    for d in range(n_docs):
+        i = offsets[d]
+        end = offsets[d + 1]
+        in_word = False
+        ws = 0
+        boundary = True  # a sentence end since the last word (the document start counts as one)
+        while i < end:
+            b = data[i]
+            # decode one character
+            if b < 0x80:
+                cp = np.int64(b)
+                ln = 1
+            elif b >= 0xF0:
+                cp = (np.int64(b & 0x07) << 18) | (np.int64(data[i + 1] & 0x3F) << 12) | (np.int64(data[i + 2] & 0x3F) << 6) | np.int64(data[i + 3] & 0x3F)
+                ln = 4
+            elif b >= 0xE0:
+                cp = (np.int64(b & 0x0F) << 12) | (np.int64(data[i + 1] & 0x3F) << 6) | np.int64(data[i + 2] & 0x3F)
+                ln = 3
+            else:
+                cp = (np.int64(b & 0x1F) << 6) | np.int64(data[i + 1] & 0x3F)
+                ln = 2
+            isw = word_table[cp]
+            if isw:
+                if not in_word:
+                    in_word = True
+                    ws = i
+                    if boundary:
+                        sent_first[ns] = nw
+                        ns += 1
+                        sent_counts[d] += 1
+                        boundary = False
+            else:
+                if in_word:
+                    in_word = False
+                    starts[nw] = ws
+                    ends[nw] = i
+                    hashes[nw] = xxh64(data, ws, i, seed)
+                    nw += 1
+                    word_counts[d] += 1
+                if b == 10:
+                    boundary = True
+                elif b == 46 or b == 33 or b == 63:  # . ! ?
+                    j = i + 1
+                    if j >= end:
+                        boundary = True
+                    else:
+                        c = data[j]
+                        if c == 32 or c == 9 or c == 10 or c == 11 or c == 12 or c == 13 or c == 34 or c == 39 or c == 41 or c == 93:
+                            boundary = True
+                        elif c == 0xC2 and j + 1 < end and data[j + 1] == 0xBB:  # »
+                            boundary = True
+                        elif c == 0xE2 and j + 2 < end and data[j + 1] == 0x80 and (data[j + 2] == 0x9D or data[j + 2] == 0x99):  # ” ’
+                            boundary = True
+            i += ln
+        if in_word:
+            starts[nw] = ws
+            ends[nw] = end
+            hashes[nw] = xxh64(data, ws, end, seed)
+            nw += 1
+            word_counts[d] += 1
+    return starts[:nw], ends[:nw], hashes[:nw], word_counts, sent_first[:ns], sent_counts
+
+
+@njit(cache=True)
+def span_mask(n, starts, ends):
+    """Boolean mask of length ``n``: True inside any ``[starts[i], ends[i])``."""
+    m = np.zeros(n, np.bool_)
+    for k in range(starts.size):
+        for i in range(starts[k], ends[k]):
+            m[i] = True
+    return m
