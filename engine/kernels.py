@@ -184,3 +184,53 @@ def span_mask(n, starts, ends):
         for i in range(starts[k], ends[k]):
             m[i] = True
     return m
+
+
+SH_P1 = uint64(0x9E3779B185EBCA87)  # the shingle combine of neardup.fingerprints.hashing
+SH_P2 = uint64(0xC2B2AE3D27D4EB4F)
+SH_AV = uint64(0x165667919E3779F9)
+
+
+@njit(cache=True)
+def shingles(tok, counts, length, offset, seed):
+    """Word-shingle hashes per document, as ``hashing.shingle_hashes_reference`` defines
+    them (numpy, the reference): ``(hashes, doc)``."""
+    n_docs = counts.size
+    total = 0
+    for d in range(n_docs):
+        m = counts[d]
+        if m >= length:
+            total += (m - length) // offset + 1
+        elif m > 0:
+            total += 1
+    out = np.empty(total, np.uint64)
+    doc = np.empty(total, np.int64)
+    init = uint64(seed) ^ SH_P2
+    k = 0
+    base = 0
+    for d in range(n_docs):
+        m = counts[d]
+        if m >= length:
+            p = 0
+            while p <= m - length:
+                h = init
+                for j in range(length):
+                    h = (_rotl(h, 31) ^ tok[base + p + j]) * SH_P1
+                out[k] = h
+                doc[k] = d
+                k += 1
+                p += offset
+        elif m > 0:
+            h = init
+            for j in range(m):
+                h = (_rotl(h, 31) ^ tok[base + j]) * SH_P1
+            out[k] = h
+            doc[k] = d
+            k += 1
+        base += m
+    for i in range(total):
+        h = out[i]
+        h ^= h >> uint64(37)
+        h *= SH_AV
+        out[i] = h ^ (h >> uint64(32))
+    return out, doc

@@ -238,3 +238,13 @@ def test_ingest_stores_every_method_and_postings_rebuild_identically(tmp_path):
     p = LmdbPostings(idx.postings_path, readonly=True)
     assert p.dump() == before
     p.close()
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=8), st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**63 - 1))
+def test_compiled_shingles_match_the_numpy_reference(counts, length, offset, seed):
+    counts = np.array(counts, dtype=np.int64)
+    tok = np.random.default_rng(seed % 1000).integers(0, 2**64 - 1, int(counts.sum()), dtype=np.uint64, endpoint=True)
+    a = hashing.shingle_hashes(tok, counts, length, offset, seed)
+    b = hashing.shingle_hashes_reference(tok, counts, length, offset, seed)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

@@ -57,6 +57,13 @@ def string_hashes(strings: pa.Array, seed: int) -> np.ndarray:
 
 
 def shingle_hashes(tok: np.ndarray, counts: np.ndarray, length: int, offset: int = 1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``shingle_hashes_reference``, compiled (``neardup.kernels.shingles``; ~15x faster)."""
+    from .. import kernels
+
+    return kernels.shingles(tok, counts.astype(np.int64), length, offset, seed)
+
+
+def shingle_hashes_reference(tok: np.ndarray, counts: np.ndarray, length: int, offset: int = 1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Hashes of the word shingles of every document of a chunk.
 
     ``tok``: word hashes in order; ``counts``: words per document. A shingle
