@@ -61,8 +61,9 @@ def test_shingle_sets_are_sorted_and_distinct_and_fingerprints_do_not_depend_on_
         for m, cols in whole.items():
             for col, arr in cols.items():
                 assert arr[d].as_py() == alone[m][col][0].as_py(), (m, col)
-    s = whole["shingles"]["hashes"][0].as_py()
+    s = fingerprints.unpack(whole["shingles"]["hashes"][0].as_py()).tolist()
     assert s == sorted(set(ref_shingles(docs[0].split(), 5, 1)))
+    assert whole["shingles"]["n"][0].as_py() == len(s)
 
 
 def _na(docs):
@@ -229,6 +230,8 @@ def test_ingest_stores_every_method_and_postings_rebuild_identically(tmp_path):
         assert con.execute("SELECT count(*) FROM fp_chars").fetchone()[0] == 0
         dup_md5 = con.execute("SELECT count(*) FROM (SELECT md5 FROM fp_a0 GROUP BY md5 HAVING count(*) > 1)").fetchone()[0]
         assert dup_md5 > 0  # the fixture crawl has exact copies
+        blob, n_sh, listed = con.execute("SELECT hashes, n, unpack_hashes(hashes) FROM fp_shingles ORDER BY doc_id LIMIT 1").fetchone()
+        assert listed == fingerprints.unpack(blob).tolist() and len(listed) == n_sh and listed == sorted(set(listed))
     p = LmdbPostings(idx.postings_path, readonly=True)
     before = p.dump()
     p.close()

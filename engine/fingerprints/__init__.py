@@ -58,6 +58,20 @@ def lists(values: np.ndarray, counts: np.ndarray) -> pa.Array:
     return pa.LargeListArray.from_arrays(pa.array(offs), pa.array(values, pa.uint64()))
 
 
+def packed(values: np.ndarray, counts: np.ndarray) -> dict[str, pa.Array]:
+    """Per-document sets as ``n`` (size) and ``hashes`` (big-endian uint64s packed in a binary value)."""
+    offs = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    data = values.astype(">u8")
+    blobs = pa.LargeBinaryArray.from_buffers(pa.large_binary(), counts.size, [None, pa.py_buffer(offs * 8), pa.py_buffer(data)])
+    return {"n": pa.array(counts, pa.int32()), "hashes": blobs}
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """The uint64 values of one packed set."""
+    return np.frombuffer(blob, dtype=">u8").astype(np.uint64)
+
+
 def rows(m: np.ndarray) -> pa.Array:
     """Rows of a (n_docs, k) matrix as lists, dropping the ``EMPTY`` padding."""
     keep = m != sketches.EMPTY
@@ -92,8 +106,8 @@ def _a4(c: Chunk) -> dict[str, pa.Array]:
 
 
 COMPUTE = {
-    "shingles": lambda c: {"hashes": lists(*c.shingle_set)},
-    "chars": lambda c: {"hashes": lists(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n))},
+    "shingles": lambda c: packed(*c.shingle_set),
+    "chars": lambda c: packed(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n)),
     "bottomk": lambda c: {"sketch": rows(sketches.bottom_k(*c.shingle_set, c.s.bottomk, c.s.seed, c.s.permutation))},
     "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_set, c.s.minhash_perms, c.s.seed, c.s.permutation))},
     "simhash": lambda c: {"simhash": pa.array(simhash_mod.charikar(c.word_hashes, c.a.word_counts), pa.uint64())},
