@@ -259,6 +259,22 @@ def _cell(v: object) -> str:
 
 
 @app.command()
+def rebuild(
+    index: IndexOpt = DEFAULT_INDEX,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Recompute every fingerprint from the stored texts with the current collection statistics."""
+    from neardup.rebuild import rebuild_fingerprints
+
+    try:
+        r = rebuild_fingerprints(Index(index))
+    except NeardupError as exc:
+        _fail(exc)
+    if not quiet:
+        out.print(f"rebuilt {', '.join(r.methods)} for {r.n_docs} documents in {r.seconds:.2f} s", highlight=False)
+
+
+@app.command()
 def info(index: IndexOpt = DEFAULT_INDEX) -> None:
     """Show an index's settings, counts, postings and recent batches."""
     try:

@@ -24,6 +24,8 @@ POINTS = (
     "lmdb-after-commit",
     "before-checkpoint",
 )
+#: Crash points only ``neardup rebuild`` passes (it passes "batch-start" and "lmdb-mid-write" too).
+REBUILD_POINTS = ("rebuild-postings-done",)
 
 
 def crashpoint(name: str) -> None:

@@ -12,7 +12,7 @@ from neardup.cli.app import app
 from .conftest import FIXTURES, run_cli, words_text, write_jsonl
 
 runner = CliRunner()
-COMMANDS = ["init", "ingest", "sql", "info"]
+COMMANDS = ["init", "ingest", "rebuild", "sql", "info"]
 
 
 def invoke(*args, env=None):
@@ -22,11 +22,13 @@ def invoke(*args, env=None):
 def test_help_lists_every_command_with_help_text():
     r = invoke("--help")
     assert r.exit_code == 0
+    by_name = {(cmd.name or cmd.callback.__name__.removesuffix("_cmd")): cmd for cmd in app.registered_commands}
+    assert sorted(by_name) == sorted(COMMANDS)
     for c in COMMANDS:
         assert c in r.output
         sub = invoke(c, "--help")
         assert sub.exit_code == 0, c
-        assert len(app.registered_commands[COMMANDS.index(c)].callback.__doc__ or "") > 20, c
+        assert len(by_name[c].callback.__doc__ or "") > 20, c
 
 
 def test_every_format_twice_then_sql(tmp_path):

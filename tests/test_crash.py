@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from neardup import Index, IndexBusy
+from neardup import Index, IndexBusy, Settings
 from neardup.faults import POINTS
 from neardup.ingest import ingest
 from neardup.query import run_sql
+from neardup.rebuild import rebuild_fingerprints
 
 from .conftest import FIXTURES, run_cli, write_jsonl
 from .snapshot import snapshot
@@ -101,3 +102,26 @@ def test_readers_are_refused_clearly_while_a_writer_holds_the_catalog(tmp_path):
         holder.kill()
         holder.wait()
     assert run_sql(Index(idx), "SELECT count(*) AS n FROM documents").to_pylist() == [{"n": 96}]
+
+
+@pytest.mark.parametrize("point", ["batch-start", "lmdb-mid-write", "rebuild-postings-done"])
+def test_kill_during_rebuild(tmp_path, point):
+    base = tmp_path / "base"
+    settings = Settings(methods=("shingles", "minhash", "a0", "a2", "a6_36"), minhash_perms=8)
+    ingest(Index(base), str(FIXTURES / "text" / "docs.jsonl"), create_with=settings)
+    ingest(Index(base), BATCH)
+    before = snapshot(base)
+    ref = tmp_path / "ref"
+    shutil.copytree(base, ref)
+    rebuild_fingerprints(Index(ref))
+    after = snapshot(ref)
+    trial = tmp_path / "trial"
+    shutil.copytree(base, trial)
+    p = run_cli("rebuild", "--index", str(trial), env={"NEARDUP_CRASH_AT": point})
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    state = snapshot(trial)
+    assert state == (before if point == "batch-start" else after)
+    with Index(trial).reader() as con:
+        a2 = con.execute("SELECT * FROM fp_a2 ORDER BY doc_id").fetchall()
+    with Index(ref).reader() as con:
+        assert a2 == (con.execute("SELECT * FROM fp_a2 ORDER BY doc_id").fetchall() if point != "batch-start" else a2)

@@ -161,3 +161,29 @@ def test_a7_lexrand_signatures(tmp_path):
         assert sigs == [hashlib.sha1(" ".join(x).encode()).hexdigest() for x in subsets]
         assert len(set(keys)) == 11
     assert lexical.LEXRAND_K == 10
+
+
+def test_rebuild_equals_ingesting_everything_in_one_batch(tmp_path):
+    from .snapshot import snapshot
+
+    recs = [{"url": f"u{i}", "text": t} for i, t in enumerate(DOCS + [DOCS[1] + " More words here."])]
+    methods = ("shingles", "minhash", "a2", "a5", "a7", "lexical", "a12")
+    one = Index(tmp_path / "one")
+    ingest(one, str(write_jsonl(tmp_path / "all.jsonl", recs)), create_with=Settings(methods=methods, min_words=5, minhash_perms=8))
+    split = Index(tmp_path / "split")
+    ingest(split, str(write_jsonl(tmp_path / "a.jsonl", recs[:1])), create_with=Settings(methods=methods, min_words=5, minhash_perms=8))
+    ingest(split, str(write_jsonl(tmp_path / "b.jsonl", recs[1:])))
+
+    def fps(idx):
+        with idx.reader() as con:
+            return {m: con.execute(f"SELECT * FROM fp_{m} ORDER BY doc_id").fetchall() for m in methods} | {
+                "term_stats": con.execute("SELECT * FROM term_stats ORDER BY term").fetchall()}
+
+    assert fps(one)["term_stats"] == fps(split)["term_stats"]
+    assert fps(one)["a2"] != fps(split)["a2"]  # statistics at ingest time differ between the two
+    from neardup.rebuild import rebuild_fingerprints
+
+    r = rebuild_fingerprints(split)
+    assert r.n_docs == len(recs)
+    assert fps(split) == fps(one)
+    assert snapshot(split.path)["postings"] == snapshot(one.path)["postings"]

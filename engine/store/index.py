@@ -197,11 +197,11 @@ class Writer:
             self.con = None
 
     # -- batch protocol -------------------------------------------------
-    def begin_batch(self) -> None:
-        """Mark a batch as in progress (durably) before anything is written."""
+    def begin_batch(self, kind: str = "batch") -> None:
+        """Mark a batch (or a ``rebuild``) as in progress, durably, before anything is written."""
         pending = self.index.path / PENDING_FILE
         with open(pending, "w") as fh:
-            fh.write(str(os.getpid()))
+            fh.write(f"{kind} {os.getpid()}")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -229,7 +229,11 @@ class Writer:
         assert self.postings is not None and self.con is not None
         last = self.con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
         applied = self.postings.applied_batch()
-        if applied > last:
+        try:
+            kind = (self.index.path / PENDING_FILE).read_text().split()[0]
+        except (OSError, IndexError):
+            kind = "batch"
+        if applied > last or kind == "rebuild":
             # The catalog is the truth; postings ahead of it can only be rebuilt.
             self.rebuild_postings()
         else:
@@ -254,3 +258,6 @@ class Writer:
         for (b,) in self.con.execute(query("catalog", "committed_batches_after"), [0]).fetchall():
             self.postings.apply_batch(b, self.batch_postings(b))
             self.repaired.append(b)
+        from ..faults import crashpoint
+
+        crashpoint("rebuild-postings-done")

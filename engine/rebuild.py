@@ -1,0 +1,90 @@
+"""``neardup rebuild``: recompute every fingerprint of every document with the current statistics.
+
+Statistics-based lexical signatures (A2, A3, A5, A7, A10, the lexical image)
+use the collection statistics as they were when their batch committed; a
+rebuild recomputes all fingerprints from the stored texts in one transaction,
+so that they all use the statistics of the whole collection as it is now
+(the same result as ingesting everything in one batch), then rebuilds the
+postings. A crash leaves the index as before the rebuild, or as after it
+(the next open finishes the postings).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from . import fingerprints, text
+from .fingerprints import lexical
+from .ingest import _insert_by_row, _insert_fingerprints, _shift
+from .settings import METHODS
+from .sqlfiles import query
+from .store.index import Index
+
+CHUNK_DOCS = 2000
+
+
+@dataclass
+class RebuildResult:
+    n_docs: int
+    methods: tuple[str, ...]
+    seconds: float
+
+
+def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = None) -> RebuildResult:
+    """Recompute all fingerprints (see the module docstring). Cost: one pass over all texts."""
+    t0 = time.perf_counter()
+    with index.writer() as w:
+        con, s = w.con, w.settings
+        w.begin_batch(kind="rebuild")
+        from .faults import crashpoint
+
+        crashpoint("batch-start")
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for m in METHODS:
+                con.execute(f"DELETE FROM fp_{m}")
+            con.execute("DELETE FROM doc_terms")
+            con.execute("DELETE FROM term_stats")
+            if "a5" in s.methods:
+                con.execute(query("lexical", "create_batch_sentences"))
+            lo_hi = con.execute("SELECT min(doc_id), max(doc_id), count(*) FROM documents").fetchall()[0]
+            lo, hi, n = lo_hi
+            sentences = 0
+            start = lo
+            while n and start <= hi:
+                end = start + CHUNK_DOCS - 1
+                t = con.sql("SELECT doc_id, text FROM documents WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[start, end]).to_arrow_table()
+                start = end + 1
+                if t.num_rows == 0:
+                    continue
+                ids = t.column("doc_id").to_numpy()
+                normal = text.normal_form(t.column("text").combine_chunks())
+                analysis = text.analyze(normal, s.seed)
+                images = fingerprints.compute(normal, analysis, s)
+                docs = pa.table({"doc_id": ids, **{f"{m}.{c}": a for m, cols in images.items() for c, a in cols.items()}})
+                _insert_fingerprints(con, docs)
+                terms, sent_terms, sent_texts = fingerprints.terms(normal, analysis, s)
+                row_to_doc = ids.astype(np.int64)
+                if terms is not None:
+                    _insert_by_row(con, "doc_terms", terms, row_to_doc)
+                if sent_terms is not None:
+                    _insert_by_row(con, "batch_sent_terms", _shift(sent_terms, sentences), row_to_doc)
+                    _insert_by_row(con, "batch_sent_text", _shift(sent_texts, sentences), row_to_doc)
+                    sentences += sent_texts.num_rows
+                if progress:
+                    progress(t.num_rows)
+            if n and any(m in lexical.STATS_METHODS for m in s.methods):
+                lexical.batch_end(con, lo, hi, s.methods, s.seed)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            w.finish_batch(None, None)
+            raise
+        w.rebuild_postings()
+        w.finish_batch(None, None)
+    return RebuildResult(int(n or 0), s.methods, time.perf_counter() - t0)
