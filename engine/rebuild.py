@@ -50,6 +50,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
                 con.execute(f"DELETE FROM fp_{m}")
             con.execute("DELETE FROM doc_terms")
             con.execute("DELETE FROM term_stats")
+            con.execute("DELETE FROM support_words")
             if "a5" in s.methods:
                 con.execute(query("lexical", "create_batch_sentences"))
             lo_hi = con.execute("SELECT min(doc_id), max(doc_id), count(*) FROM documents").fetchall()[0]

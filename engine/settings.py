@@ -26,6 +26,7 @@ METHODS: dict[str, str] = {
     "a4": "A4 LongSent: CRC32 of the 2 longest sentences, alphabetical",
     "a5": "A5 HeavySent: CRC32 of the 2 sentences of largest A2 weight, alphabetical",
     "a7": "A7 LexRand: I-Match SHA1 of the lexicon terms plus 10 randomly thinned lexicons",
+    "a9": "A9 DescrWords: bit vector of support words above their own relative-TF thresholds",
     "a10": "A10 OptFreq: CRC32 of the 6 terms of largest TF*IDF_opt, alphabetical",
     "a12": "A12 3+5 records: signatures of the 3 longest sentences and 5 longest words, length, sentences",
 }

@@ -65,3 +65,19 @@ FROM doc_terms t JOIN term_stats s USING (term)
 WHERE ln(?::DOUBLE / s.df) / ln(greatest(?::DOUBLE, 2)) BETWEEN ? AND ?
   AND t.doc_id BETWEEN ? AND ?
 GROUP BY t.doc_id ORDER BY t.doc_id;
+
+-- name: relative_tf
+-- A9: every (term, document) of documents lo..hi with the term's relative frequency tf / tf_max, for terms in
+-- at least 2 documents.
+WITH d AS (SELECT doc_id, max(tf) AS tf_max FROM doc_terms WHERE doc_id BETWEEN ? AND ? GROUP BY doc_id)
+SELECT t.term, t.doc_id, t.tf::DOUBLE / d.tf_max AS rtf
+FROM doc_terms t JOIN d USING (doc_id) JOIN term_stats s USING (term)
+WHERE s.df >= 2 AND t.doc_id BETWEEN ? AND ?;
+
+-- name: descr_signatures
+-- A9: for each document lo..hi, its support words whose relative frequency exceeds their threshold.
+WITH d AS (SELECT doc_id, max(tf) AS tf_max FROM doc_terms WHERE doc_id BETWEEN ? AND ? GROUP BY doc_id)
+SELECT t.doc_id, list_sort(list(t.term)) AS words
+FROM doc_terms t JOIN d USING (doc_id) JOIN support_words w USING (term)
+WHERE t.doc_id BETWEEN ? AND ? AND t.tf::DOUBLE / d.tf_max > w.threshold
+GROUP BY t.doc_id ORDER BY t.doc_id;

@@ -187,3 +187,34 @@ def test_rebuild_equals_ingesting_everything_in_one_batch(tmp_path):
     assert r.n_docs == len(recs)
     assert fps(split) == fps(one)
     assert snapshot(split.path)["postings"] == snapshot(one.path)["postings"]
+
+
+def test_a9_threshold_choice_and_signatures(tmp_path):
+    import numpy as np
+
+    from neardup.fingerprints import lexical
+
+    # word "aa": rtf 0.1 (x2), 0.9 (x3): precision is perfect for thresholds away from both clusters
+    terms = np.array(["aa"] * 5 + ["bb"] * 4)
+    rtf = np.array([0.1, 0.1, 0.9, 0.9, 0.9, 0.5, 0.5, 0.52, 0.48])
+    t = lexical.choose_support_words(terms, rtf).to_pylist()
+    by = {r["term"]: r for r in t}
+    # phase 1: largest coverage with precision >= 0.8 -> the smallest threshold not within Δ of 0.1 -> 0.2 (covers 3)
+    assert by["aa"]["threshold"] == 0.2 and by["aa"]["coverage"] == 3 and by["aa"]["precision"] == 1.0
+    assert by["bb"]["threshold"] == 0.05 and by["bb"]["coverage"] == 4
+    docs = [
+        "Apple apple banana cherry. Cherry apple banana durian elder!",
+        "Apple apple banana cherry. Cherry apple banana durian elder!",
+        "Fig grape grape honeydew. Apple banana kiwi kiwi lemon mango.",
+        "Fig grape grape honeydew. Apple banana kiwi kiwi lemon mango nectarine.",
+    ]
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": d} for i, d in enumerate(docs)])),
+           create_with=Settings(methods=("a9",), min_words=5))
+    with idx.reader() as con:
+        rows = con.execute("SELECT words, signature FROM fp_a9 ORDER BY doc_id").fetchall()
+        support = dict(con.execute("SELECT term, threshold FROM support_words").fetchall())
+    assert rows[0] == rows[1] and rows[0][1] != 0
+    assert rows[2][0] == rows[3][0]  # the extra word is not a support word (it is in one document)
+    for words, _ in rows:
+        assert set(words) <= set(support)

@@ -145,6 +145,7 @@ POSTINGS = {
     "a6_36": ("megashingles", "list"),
     "a8": ("signature", "scalar"),
     "a7": ("keys", "list"),
+    "a9": ("signature", "nonzero"),
 }
 
 
@@ -159,6 +160,9 @@ def posting_keys(kind: str, column: pa.Array, doc_ids: np.ndarray) -> tuple[np.n
     ids = np.asarray(doc_ids, dtype=np.uint64)
     if kind == "scalar":
         return column.to_numpy(zero_copy_only=False).astype(np.uint64), ids
+    if kind == "nonzero":
+        keys = column.to_numpy(zero_copy_only=False).astype(np.uint64)
+        return keys[keys != 0], ids[keys != 0]
     if kind == "md5":
         keys = np.array([int(h[:16], 16) for h in column.to_pylist()], dtype=np.uint64)
         return keys, ids

@@ -38,7 +38,14 @@ import pyarrow.compute as pc
 from ..sqlfiles import query
 from ..text import Analysis
 
-STATS_METHODS = ("lexical", "a1", "a2", "a3", "a5", "a7", "a10")
+STATS_METHODS = ("lexical", "a1", "a2", "a3", "a5", "a7", "a9", "a10")
+#: A9 (Ilyinsky's support words, 003 §2): thresholds on a grid of relative frequencies, the "Δ-neighbourhood"
+#: that measures a word's precision, the precision floor of phase 1, and the size of the final set
+#: (003: "оставить набор в 3-5 тысяч").
+DESCR_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
+DESCR_DELTA = 0.05
+DESCR_MIN_PRECISION = 0.8
+DESCR_WORDS = 4000
 #: A7: the lexicon keeps terms whose normalised IDF ln(N/df)/ln(N) lies in this band (003 drops "the words
 #: with the largest and smallest IDF" without numbers); K thinned lexicons each drop a term with probability P.
 LEXRAND_IDF = (0.2, 0.9)
@@ -177,6 +184,68 @@ def lexrand(docs: list[list[str]], seed: int) -> tuple[list[list[str]], list[lis
     return sigs, keys
 
 
+def choose_support_words(terms: np.ndarray, rtf: np.ndarray) -> pa.Table:
+    """A9's dictionary: for every candidate word a threshold, then the best ``DESCR_WORDS`` words.
+
+    A word's precision at threshold t is 1 - (documents with rtf within t ± Δ) / (documents with the
+    word): the fewer documents sit near the threshold, the less a small edit flips the bit. Phase 1
+    picks the threshold of largest coverage (documents with rtf > t) among those of precision at least
+    ``DESCR_MIN_PRECISION``; phase 2 picks, among thresholds keeping that coverage, the most precise.
+    Words with no admissible threshold are dropped; the rest are ranked by precision, then coverage,
+    then alphabetically, and the first ``DESCR_WORDS`` kept. (003 sketches an iteration of the two
+    phases that drops the worst words each round; with per-word thresholds that do not depend on the
+    other words, one round followed by the ranking is the same.)
+    """
+    order = np.argsort(terms, kind="stable")
+    terms, rtf = terms[order], rtf[order]
+    uniq, start = np.unique(terms, return_index=True)
+    bounds = np.append(start, terms.size)
+    grid = np.array(DESCR_GRID)
+    out_t, out_thr, out_cov, out_prec = [], [], [], []
+    for k, word in enumerate(uniq.tolist()):
+        r = np.sort(rtf[bounds[k] : bounds[k + 1]])
+        n = r.size
+        cov = n - np.searchsorted(r, grid, side="right")
+        near = np.searchsorted(r, grid + DESCR_DELTA + 1e-12, side="right") - np.searchsorted(r, grid - DESCR_DELTA - 1e-12, side="left")
+        prec = 1.0 - near / n
+        ok = prec >= DESCR_MIN_PRECISION
+        if not ok.any():
+            continue
+        best_cov = cov[ok].max()
+        keep = cov >= best_cov
+        if best_cov == 0:
+            continue
+        cand = np.flatnonzero(keep)
+        i = cand[np.lexsort((grid[cand], -prec[cand]))[0]]
+        out_t.append(word)
+        out_thr.append(float(grid[i]))
+        out_cov.append(int(cov[i]))
+        out_prec.append(float(prec[i]))
+    t = pa.table({"term": pa.array(out_t, pa.string()), "threshold": out_thr, "coverage": pa.array(out_cov, pa.int64()), "precision": out_prec})
+    if t.num_rows > DESCR_WORDS:
+        idx = sorted(range(t.num_rows), key=lambda i: (-out_prec[i], -out_cov[i], out_t[i]))[:DESCR_WORDS]
+        t = t.take(pa.array(sorted(idx)))
+    return t
+
+
+def descr_words(con, lo: int, hi: int, seed: int) -> None:
+    """A9 signatures of documents lo..hi; chooses the support words first if there are none yet."""
+    import xxhash
+
+    if con.execute("SELECT count(*) FROM support_words").fetchall()[0][0] == 0:
+        rows = con.sql(query("lexical", "relative_tf"), params=[lo, hi, lo, hi]).to_arrow_table()
+        chosen = choose_support_words(rows.column("term").to_numpy(zero_copy_only=False).astype(str), rows.column("rtf").to_numpy())
+        _insert(con, "support_words", chosen)
+    rows = con.sql(query("lexical", "descr_signatures"), params=[lo, hi, lo, hi]).to_arrow_table()
+    found = dict(zip(rows.column("doc_id").to_pylist(), rows.column("words").to_pylist()))
+    ids = list(range(lo, hi + 1))
+    words = [found.get(i, []) for i in ids]
+    # the empty signature (no support word above its threshold) is 0 and matches nothing
+    sig = [xxhash.xxh64_intdigest(" ".join(w).encode("utf-8"), seed) if w else 0 for w in words]
+    _insert(con, "fp_a9", pa.table({"doc_id": pa.array(ids, pa.int64()), "words": pa.array(words, pa.list_(pa.string())),
+                                    "signature": pa.array(sig, pa.uint64())}))
+
+
 def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) -> None:
     """Update ``term_stats`` with batch documents ``lo..hi`` and write their statistics-based fingerprints."""
     con.execute(query("lexical", "update_term_stats"), [lo, hi])
@@ -192,6 +261,8 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) ->
         sigs, keys = lexrand([found.get(i, []) for i in ids], seed)
         _insert(con, "fp_a7", pa.table({"doc_id": pa.array(ids, pa.int64()), "signatures": pa.array(sigs, pa.list_(pa.string())),
                                          "keys": pa.array(keys, pa.list_(pa.uint64()))}))
+    if "a9" in wanted:
+        descr_words(con, lo, hi, seed)
     need = [m for m in wanted if m in ("a1", "a2", "a3", "a10", "a5")]
     if not need:
         return

@@ -13,6 +13,9 @@ CREATE TABLE fp_a10 (doc_id BIGINT NOT NULL, words VARCHAR[] NOT NULL, crc32 UIN
 CREATE TABLE fp_a4  (doc_id BIGINT NOT NULL, sentences VARCHAR[] NOT NULL, crc32 UINTEGER NOT NULL);
 CREATE TABLE fp_a5  (doc_id BIGINT NOT NULL, sentences VARCHAR[] NOT NULL, crc32 UINTEGER NOT NULL);
 CREATE TABLE fp_a7  (doc_id BIGINT NOT NULL, signatures VARCHAR[] NOT NULL, keys UBIGINT[] NOT NULL);
+CREATE TABLE fp_a9  (doc_id BIGINT NOT NULL, words VARCHAR[] NOT NULL, signature UBIGINT NOT NULL);
+-- A9's support words and their thresholds, chosen once from the collection (again by `neardup rebuild`).
+CREATE TABLE support_words (term VARCHAR NOT NULL, threshold DOUBLE NOT NULL, coverage BIGINT NOT NULL, precision DOUBLE NOT NULL);
 CREATE TABLE fp_a12 (doc_id BIGINT NOT NULL, ss UINTEGER[] NOT NULL, ws UINTEGER[] NOT NULL, len INTEGER NOT NULL, num INTEGER NOT NULL);
 
 CREATE VIEW collection_stats AS
