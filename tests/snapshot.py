@@ -19,6 +19,10 @@ def snapshot(path: Path) -> dict:
             "batches": con.execute(f"SELECT {BATCH_COLS} FROM batches ORDER BY batch_id").fetchall(),
             "settings": con.execute("SELECT * FROM settings ORDER BY key").fetchall(),
         }
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+            "AND (table_name LIKE 'fp_%' OR table_name IN ('doc_terms', 'term_stats', 'support_words')) ORDER BY 1").fetchall()]
+        state["fingerprints"] = {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
     if idx.postings_path.exists():
         p = LmdbPostings(idx.postings_path, readonly=True)
         try:
@@ -34,4 +38,4 @@ def snapshot(path: Path) -> dict:
 def content(state: dict) -> dict:
     """The state without batch ids and sources: what must not depend on how input was split."""
     docs = [(d[0], d[1], *d[5:]) for d in state["documents"]]  # drop source, record, batch_id
-    return {"documents": docs, "postings": state["postings"]}
+    return {"documents": docs, "postings": state["postings"], "fingerprints": state["fingerprints"]}
