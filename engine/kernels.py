@@ -54,7 +54,7 @@ def _merge(acc, val):
     return acc * P1 + P4
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def xxh64(d, start, end, seed):
     """XXH64 of ``d[start:end]`` (a uint8 array) with ``seed``."""
     n = end - start
@@ -99,7 +99,7 @@ def xxh64(d, start, end, seed):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def tokenize(data, offsets, word_table, seed):
     """One pass over a chunk; see the module docstring. Returns
     ``(starts, ends, hashes, word_counts, sentence_first, sentence_counts)``."""
@@ -176,7 +176,7 @@ def tokenize(data, offsets, word_table, seed):
     return starts[:nw], ends[:nw], hashes[:nw], word_counts, sent_first[:ns], sent_counts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def span_mask(n, starts, ends):
     """Boolean mask of length ``n``: True inside any ``[starts[i], ends[i])``."""
     m = np.zeros(n, np.bool_)
@@ -191,7 +191,7 @@ SH_P2 = uint64(0xC2B2AE3D27D4EB4F)
 SH_AV = uint64(0x165667919E3779F9)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def shingles(tok, counts, length, offset, seed):
     """Word-shingle hashes per document, as ``hashing.shingle_hashes_reference`` defines
     them (numpy, the reference): ``(hashes, doc)``."""
@@ -234,3 +234,50 @@ def shingles(tok, counts, length, offset, seed):
         h *= SH_AV
         out[i] = h ^ (h >> uint64(32))
     return out, doc
+
+
+@njit(cache=True, nogil=True)
+def minhash_universal(values, starts, counts, a, b):
+    """``(len(a), n_docs)`` minima of ``a[i] * x + b[i]`` (mod 2^64) over each document's values.
+
+    Four permutations per pass over a document's values, so the loads are shared.
+    """
+    n_perm = a.size
+    top = np.uint64(0xFFFFFFFFFFFFFFFF)
+    out = np.full((n_perm, counts.size), top)
+    for d in range(counts.size):
+        s = starts[d]
+        e = s + counts[d]
+        if e == s:
+            continue
+        i = 0
+        while i + 4 <= n_perm:
+            a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
+            b0, b1, b2, b3 = b[i], b[i + 1], b[i + 2], b[i + 3]
+            m0 = top
+            m1 = top
+            m2 = top
+            m3 = top
+            for k in range(s, e):
+                x = values[k]
+                v0 = x * a0 + b0
+                v1 = x * a1 + b1
+                v2 = x * a2 + b2
+                v3 = x * a3 + b3
+                m0 = v0 if v0 < m0 else m0
+                m1 = v1 if v1 < m1 else m1
+                m2 = v2 if v2 < m2 else m2
+                m3 = v3 if v3 < m3 else m3
+            out[i, d] = m0
+            out[i + 1, d] = m1
+            out[i + 2, d] = m2
+            out[i + 3, d] = m3
+            i += 4
+        while i < n_perm:
+            m = top
+            for k in range(s, e):
+                v = values[k] * a[i] + b[i]
+                m = v if v < m else m
+            out[i, d] = m
+            i += 1
+    return out

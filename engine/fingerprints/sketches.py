@@ -158,17 +158,25 @@ def minhash(values: np.ndarray, counts: np.ndarray, n_perm: int, seed: int, sche
     """Min-hash signatures: for each of ``n_perm`` permutations, the original hash of the
     shingle with the smallest permuted number (one column per permutation).
 
-    Works on blocks of documents whose shingles fit in the CPU cache (~2x
-    faster than whole-chunk passes), with in-place multiply-add.
+    ``universal`` runs compiled (``neardup.kernels.minhash_universal``);
+    ``matrix`` works on blocks of documents whose shingles fit in the CPU
+    cache, with table lookups.
     """
     n_docs = counts.size
     out = np.full((n_perm, n_docs), EMPTY, dtype=np.uint64)
     nonempty = np.flatnonzero(counts > 0)
     if nonempty.size == 0:
         return out.T
+    a, b = universal_params(n_perm, seed)
+    if scheme == "universal":  # compiled: four permutations per pass over a document's values
+        from .. import kernels
+
+        low = kernels.minhash_universal(values, doc_starts(counts), counts.astype(np.int64), a, b)
+        for i in range(n_perm):
+            out[i, nonempty] = unpermute(low[i, nonempty], i, n_perm, seed, scheme)
+        return out.T
     starts = doc_starts(counts)[nonempty]
     ends = starts + counts[nonempty]
-    a, b = universal_params(n_perm, seed)
     for k0 in range(0, nonempty.size, _BLOCK_DOCS):
         k1 = min(nonempty.size, k0 + _BLOCK_DOCS)
         s0, s1 = starts[k0], ends[k1 - 1]
