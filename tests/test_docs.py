@@ -59,3 +59,12 @@ def test_sql_examples_in_the_docs_run(tmp_path):
         results = [con.execute(s).fetchall() for s in statements]
     assert len(results[0]) == 5
     assert results[1], "the fixture crawl holds exact copies under other urls"
+
+
+def test_every_engine_package_is_listed_in_pyproject():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"neardup" + ("." + ".".join(p.relative_to(ROOT / "engine").parts[:-1]) if p.parent != ROOT / "engine" else "")
+             for p in (ROOT / "engine").rglob("__init__.py")}
+    assert found <= listed, found - listed
