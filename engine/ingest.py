@@ -37,6 +37,7 @@ from .readers import RawChunk, ReadOptions, Reject, read_input
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
+from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
 
 ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
 
@@ -59,6 +60,8 @@ class IngestResult:
     repaired: list[int] = field(default_factory=list)
     #: seconds per stage of the main thread: waiting for read+prepare (in threads), store, commit, postings, checkpoint
     timings: dict[str, float] = field(default_factory=dict)
+    #: sentences handed to A5's batch tables so far (they are numbered batch-wide)
+    sentences_seen: int = 0
 
     def tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
@@ -203,7 +206,6 @@ def ingest(
             chunks = prefetch(raw_chunks)
             next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress)
             n_added = next_doc - first_doc
-            res.timings.pop("_sentences", None)
             if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
                 t = time.perf_counter()
                 lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
@@ -317,60 +319,19 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
             con.execute(query("catalog", "insert_documents"))
         finally:
             con.unregister("new_docs")
-        _insert_fingerprints(con, new_docs)
+        insert_fingerprints(con, new_docs)
         if prepared.terms is not None:
             rows = t.column("_row").to_numpy()
             row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
             row_to_doc[rows[keep]] = doc_ids[keep]
-            _insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
+            insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
             if prepared.sent_terms is not None:
-                offset = res.timings.get("_sentences", 0)
-                _insert_by_row(con, "batch_sent_terms", _shift(prepared.sent_terms, offset), row_to_doc)
-                _insert_by_row(con, "batch_sent_text", _shift(prepared.sent_texts, offset), row_to_doc)
-                res.timings["_sentences"] = offset + prepared.sent_texts.num_rows
+                offset = res.sentences_seen
+                insert_by_row(con, "batch_sent_terms", shift_sentences(prepared.sent_terms, offset), row_to_doc)
+                insert_by_row(con, "batch_sent_text", shift_sentences(prepared.sent_texts, offset), row_to_doc)
+                res.sentences_seen = offset + prepared.sent_texts.num_rows
         res.n_docs += n
     return next_doc
-
-
-def _shift(t: pa.Table, offset: int) -> pa.Table:
-    """Number sentences batch-wide rather than chunk-wide."""
-    i = t.column_names.index("sent")
-    return t.set_column(i, "sent", pc.add(t.column("sent"), offset))
-
-
-def _insert_by_row(con, table: str, rows: pa.Table, row_to_doc: np.ndarray) -> None:
-    """Insert ``rows`` (whose ``doc`` is a chunk row) into ``table`` under the rows' doc ids; rows of
-    records that were not added (unchanged, rejected) are dropped."""
-    doc = rows.column("doc").to_numpy()
-    ok = doc < row_to_doc.size
-    mapped = np.full(doc.size, -1, dtype=np.int64)
-    mapped[ok] = row_to_doc[doc[ok]]
-    keep = mapped >= 0
-    if not keep.any():
-        return
-    t = rows.filter(pa.array(keep)).drop_columns(["doc"])
-    t = t.add_column(0, "doc_id", pa.array(mapped[keep], pa.int64()))
-    con.register("new_rows", t)
-    try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM new_rows")
-    finally:
-        con.unregister("new_rows")
-
-
-def _insert_fingerprints(con, docs: pa.Table) -> None:
-    """Append each method's columns (named ``method.column`` in ``docs``) to ``fp_<method>``."""
-    by_method: dict[str, dict[str, pa.Array]] = {}
-    for name in docs.column_names:
-        if "." in name and not name.startswith("_"):
-            method, col = name.split(".", 1)
-            by_method.setdefault(method, {})[col] = docs.column(name)
-    for method, cols in by_method.items():
-        t = pa.table({"doc_id": docs.column("doc_id"), **cols})
-        con.register("new_fp", t)
-        try:
-            con.execute(f"INSERT INTO fp_{method} BY NAME SELECT * FROM new_fp")
-        finally:
-            con.unregister("new_fp")
 
 
 def _insert_rejects(con, batch_id: int, rejects: list[Reject]) -> None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from . import fingerprints, text
 from .fingerprints import lexical
-from .ingest import _insert_by_row, _insert_fingerprints, _shift
+from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
 from .settings import METHODS
 from .sqlfiles import query
 from .store.index import Index
@@ -68,14 +68,14 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
                 analysis = text.analyze(normal, s.seed)
                 images = fingerprints.compute(normal, analysis, s)
                 docs = pa.table({"doc_id": ids, **{f"{m}.{c}": a for m, cols in images.items() for c, a in cols.items()}})
-                _insert_fingerprints(con, docs)
+                insert_fingerprints(con, docs)
                 terms, sent_terms, sent_texts = fingerprints.terms(normal, analysis, s)
                 row_to_doc = ids.astype(np.int64)
                 if terms is not None:
-                    _insert_by_row(con, "doc_terms", terms, row_to_doc)
+                    insert_by_row(con, "doc_terms", terms, row_to_doc)
                 if sent_terms is not None:
-                    _insert_by_row(con, "batch_sent_terms", _shift(sent_terms, sentences), row_to_doc)
-                    _insert_by_row(con, "batch_sent_text", _shift(sent_texts, sentences), row_to_doc)
+                    insert_by_row(con, "batch_sent_terms", shift_sentences(sent_terms, sentences), row_to_doc)
+                    insert_by_row(con, "batch_sent_text", shift_sentences(sent_texts, sentences), row_to_doc)
                     sentences += sent_texts.num_rows
                 if progress:
                     progress(t.num_rows)
