@@ -218,3 +218,13 @@ def test_a9_threshold_choice_and_signatures(tmp_path):
     assert rows[2][0] == rows[3][0]  # the extra word is not a support word (it is in one document)
     for words, _ in rows:
         assert set(words) <= set(support)
+
+
+def test_every_document_gets_a_row_even_without_terms(tmp_path):
+    idx = Index(tmp_path / "i")
+    recs = [{"url": "short", "text": "a an the of in on at to by it is as be or if"}, {"url": "ok", "text": DOCS[0]}]
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", recs)), create_with=Settings(methods=METHODS, min_words=5))
+    with idx.reader() as con:
+        for m in METHODS:
+            assert con.execute(f"SELECT count(*) FROM fp_{m}").fetchone()[0] == 2, m
+        assert con.execute("SELECT words, crc32 FROM fp_a2 WHERE doc_id = 1").fetchone() == ([], 0)

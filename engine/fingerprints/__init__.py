@@ -143,7 +143,7 @@ POSTINGS = {
     "a0": ("md5", "md5"),
     "a6": ("megashingles", "list"),
     "a6_36": ("megashingles", "list"),
-    "a8": ("signature", "scalar"),
+    "a8": ("signature", "nonzero"),
     "a7": ("keys", "list"),
     "a9": ("signature", "nonzero"),
 }

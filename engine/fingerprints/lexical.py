@@ -97,7 +97,7 @@ def a4(a: Analysis) -> tuple[list[list[str]], list[int]]:
     for sents in per_doc:
         top = sorted(t for _, t in sorted(sents)[:2])
         out_s.append(top)
-        out_c.append(crc32(" ".join(top)))
+        out_c.append(crc32(" ".join(top)) if top else 0)
     return out_s, out_c
 
 
@@ -253,7 +253,7 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) ->
     wanted = [m for m in methods if m in STATS_METHODS]
     if "lexical" in wanted:
         rows = con.sql(query("lexical", "lexical_image"), params=[LEXICON[0] * max_cf, LEXICON[1] * max_cf, lo, hi]).to_arrow_table()
-        _insert(con, "fp_lexical", rows)
+        _insert(con, "fp_lexical", _every_doc(rows, lo, hi, {"words": []}))
     if "a7" in wanted:
         rows = con.sql(query("lexical", "lexrand_terms"), params=[n, n, LEXRAND_IDF[0], LEXRAND_IDF[1], lo, hi]).to_arrow_table()
         found = dict(zip(rows.column("doc_id").to_pylist(), rows.column("terms").to_pylist()))
@@ -280,8 +280,20 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) ->
                 col = "words"
         finally:
             con.unregister("w")
-        sigs = pa.array([crc32(" ".join(x)) for x in rows.column(col).to_pylist()], pa.uint32())
-        _insert(con, f"fp_{m}", rows.append_column("crc32", sigs))
+        # a document without terms (or sentences) gets no signature: 0, which matches nothing
+        sigs = pa.array([crc32(" ".join(x)) if x else 0 for x in rows.column(col).to_pylist()], pa.uint32())
+        _insert(con, f"fp_{m}", _every_doc(rows.append_column("crc32", sigs), lo, hi, {col: [], "crc32": 0}))
+
+
+def _every_doc(rows: pa.Table, lo: int, hi: int, empty: dict) -> pa.Table:
+    """``rows`` (one per document that has any) completed with ``empty`` rows for the other
+    documents lo..hi, so that every method has one row per document."""
+    have = set(rows.column("doc_id").to_pylist())
+    missing = [i for i in range(lo, hi + 1) if i not in have]
+    if not missing:
+        return rows
+    extra = pa.table({"doc_id": pa.array(missing, pa.int64()), **{k: pa.array([v] * len(missing), rows.schema.field(k).type) for k, v in empty.items()}})
+    return pa.concat_tables([rows, extra.select(rows.column_names)]).sort_by("doc_id")
 
 
 def _insert(con, table: str, rows: pa.Table) -> None:

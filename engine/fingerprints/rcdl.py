@@ -121,5 +121,6 @@ def a8(word_hashes: np.ndarray, counts: np.ndarray, seed: int) -> tuple[np.ndarr
     starts = sketches.doc_starts(per_doc)
     x = xxhash.xxh3_64_intdigest
     for d in range(n_docs):
-        sig[d] = x(values[starts[d] : starts[d] + per_doc[d]].astype("<u8").tobytes(), seed)
+        # a document without words has no signature: 0, which matches nothing
+        sig[d] = x(values[starts[d] : starts[d] + per_doc[d]].astype("<u8").tobytes(), seed) if counts[d] else 0
     return values, per_doc, sig
