@@ -158,8 +158,6 @@ def compute(normal: pa.Array, analysis: Analysis, settings: Settings) -> dict[st
 def posting_keys(kind: str, column: pa.Array, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(keys, doc_ids)`` of one equal-key fingerprint column."""
     ids = np.asarray(doc_ids, dtype=np.uint64)
-    if kind == "scalar":
-        return column.to_numpy(zero_copy_only=False).astype(np.uint64), ids
     if kind == "nonzero":
         keys = column.to_numpy(zero_copy_only=False).astype(np.uint64)
         return keys[keys != 0], ids[keys != 0]
