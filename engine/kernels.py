@@ -281,3 +281,27 @@ def minhash_universal(values, starts, counts, a, b):
             out[i, d] = m
             i += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def charikar(word_hashes, counts):
+    """Charikar simhash per document: bit i set when at least half of its words' hashes have bit i."""
+    out = np.zeros(counts.size, np.uint64)
+    acc = np.zeros(64, np.int64)
+    base = 0
+    for d in range(counts.size):
+        m = counts[d]
+        if m == 0:
+            continue
+        acc[:] = 0
+        for k in range(base, base + m):
+            h = word_hashes[k]
+            for b in range(64):
+                acc[b] += (h >> uint64(b)) & uint64(1)
+        s = uint64(0)
+        for b in range(64):
+            if 2 * acc[b] >= m:
+                s |= uint64(1) << uint64(b)
+        out[d] = s
+        base += m
+    return out

@@ -251,3 +251,11 @@ def test_compiled_shingles_match_the_numpy_reference(counts, length, offset, see
     a = hashing.shingle_hashes(tok, counts, length, offset, seed)
     b = hashing.shingle_hashes_reference(tok, counts, length, offset, seed)
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=8), st.integers(0, 1000))
+def test_compiled_charikar_matches_the_numpy_reference(counts, seed):
+    counts = np.array(counts, dtype=np.int64)
+    h = np.random.default_rng(seed).integers(0, 2**64 - 1, int(counts.sum()), dtype=np.uint64, endpoint=True)
+    assert np.array_equal(sim.charikar(h, counts), sim.charikar_reference(h, counts))
