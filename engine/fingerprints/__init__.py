@@ -93,8 +93,8 @@ def _a8(c: Chunk) -> dict[str, pa.Array]:
 def _a12(c: Chunk) -> dict[str, pa.Array]:
     ss, ws, length, num = lexical.a12(c.a, c.words)
     return {
-        "ss": pa.array(ss, pa.list_(pa.uint32())),
-        "ws": pa.array(ws, pa.list_(pa.uint32())),
+        "ss": ss,
+        "ws": ws,
         "len": pa.array(length, pa.int32()),
         "num": pa.array(num, pa.int32()),
     }

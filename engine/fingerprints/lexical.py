@@ -101,22 +101,49 @@ def a4(a: Analysis) -> tuple[list[list[str]], list[int]]:
     return out_s, out_c
 
 
-def a12(a: Analysis, words: pa.Array) -> tuple[list[list[int]], list[list[int]], np.ndarray, np.ndarray]:
-    doc, _, n_words, span = sentence_spans(a)
-    texts = _sentence_texts(a, span)
+def a12(a: Analysis, words: pa.Array) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+    """A12 records of a chunk: ``(ss lists, ws lists, len, num)``.
+
+    Ranking is vectorised: every candidate becomes one integer key
+    ``(document, -length, signature)`` and one ``np.unique`` sorts them and drops
+    repeated words; CRC32 is computed once per sentence and once per distinct
+    word of the chunk.
+    """
     n_docs = a.sentence_counts.size
-    ss: list[list[tuple[int, int]]] = [[] for _ in range(n_docs)]
-    for d, n, t in zip(doc.tolist(), n_words.tolist(), texts):
-        ss[d].append((-n, crc32(t)))
-    ss_out = [[sig for _, sig in sorted(x)[:3]] for x in ss]
-    wdoc = np.repeat(np.arange(n_docs), a.word_counts)
-    wl = pc.utf8_length(words).to_numpy(zero_copy_only=False)
+    doc, _, n_words, span = sentence_spans(a)
+    mv = memoryview(a.data)
+    s_sig = np.fromiter((zlib.crc32(mv[x:y]) for x, y in zip(span[0].tolist(), span[1].tolist())), dtype=np.int64, count=doc.size)
+    ss = _top_per_doc(doc, n_words, s_sig, 3, n_docs)
+    wdoc = np.repeat(np.arange(n_docs, dtype=np.int64), a.word_counts)
+    wl = pc.utf8_length(words).to_numpy(zero_copy_only=False).astype(np.int64) if len(words) else np.zeros(0, np.int64)
     long_enough = np.bincount(wdoc[wl >= 3], minlength=n_docs)
-    ws: list[dict[int, int]] = [{} for _ in range(n_docs)]
-    for d, w, n in zip(wdoc.tolist(), words.to_pylist(), wl.tolist()):
-        ws[d][crc32(w)] = n
-    ws_out = [[sig for _, sig in sorted((-n, sig) for sig, n in x.items())[:5]] for x in ws]
-    return ss_out, ws_out, long_enough.astype(np.int32), a.sentence_counts.astype(np.int32)
+    w_sig = np.zeros(0, np.int64)
+    if len(words):
+        enc = pc.dictionary_encode(words)
+        uniq_sig = np.fromiter((crc32(w) for w in enc.dictionary.to_pylist()), dtype=np.int64, count=len(enc.dictionary))
+        w_sig = uniq_sig[enc.indices.to_numpy(zero_copy_only=False)]
+    ws = _top_per_doc(wdoc, wl, w_sig, 5, n_docs)
+    return ss, ws, long_enough.astype(np.int32), a.sentence_counts.astype(np.int32)
+
+
+def _top_per_doc(doc: np.ndarray, length: np.ndarray, sig: np.ndarray, k: int, n_docs: int) -> pa.Array:
+    """Per document, the distinct signatures of its ``k`` longest items (ties by signature), longest first."""
+    if n_docs >= 1 << 15:
+        raise ValueError("at most 32767 documents per chunk")
+    key = np.sort((doc << 48) | ((0xFFFF - np.minimum(length, 0xFFFF)) << 32) | sig)
+    if key.size:
+        distinct = np.ones(key.size, dtype=bool)
+        distinct[1:] = key[1:] != key[:-1]
+        key = key[distinct]
+    d = key >> 48
+    starts = np.searchsorted(d, np.arange(n_docs))
+    rank = np.arange(key.size) - starts[d] if key.size else np.zeros(0, dtype=np.int64)
+    # the same signature at two lengths cannot happen for one word or sentence text
+    take = key[rank < k]
+    counts = np.bincount(take >> 48, minlength=n_docs)
+    offs = np.zeros(n_docs + 1, dtype=np.int32)
+    np.cumsum(counts, out=offs[1:])
+    return pa.ListArray.from_arrays(pa.array(offs), pa.array((take & 0xFFFFFFFF).astype(np.uint32)))
 
 
 def sentence_tables(a: Analysis, keep: np.ndarray, terms: pa.Array) -> tuple[pa.Table, pa.Table]:
