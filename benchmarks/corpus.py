@@ -83,7 +83,8 @@ def build_jsonl(mb: int, seed: int = 2) -> Path:
     if out.exists():
         return out
     DATA.mkdir(parents=True, exist_ok=True)
-    recs = [json.loads(line) for line in open(ROOT / "fixtures" / "text" / "docs.jsonl", encoding="utf-8")]
+    with open(ROOT / "fixtures" / "text" / "docs.jsonl", encoding="utf-8") as fh:
+        recs = [json.loads(line) for line in fh]
     rnd = random.Random(seed)
     total, n = 0, 0
     tmp = out.with_suffix(".tmp")
