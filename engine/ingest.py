@@ -123,8 +123,7 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     texts = kept_text.to_pylist()
     h = xxhash.xxh3_64_intdigest
     hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
-    images = fingerprints.compute(normal, analysis, settings)
-    terms, sent_terms, sent_texts = fingerprints.terms(normal, analysis, settings)
+    images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings)
     columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
     columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
     table = pa.table(

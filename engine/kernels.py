@@ -26,17 +26,10 @@ def _rotl(x, r):
 
 
 @njit(cache=True, inline="always")
-def _read64(d, i):
+def _read_le(d, i, n):
+    """``n`` bytes of ``d`` from ``i`` as a little-endian integer."""
     v = uint64(0)
-    for k in range(8):
-        v |= uint64(d[i + k]) << uint64(8 * k)
-    return v
-
-
-@njit(cache=True, inline="always")
-def _read32(d, i):
-    v = uint64(0)
-    for k in range(4):
+    for k in range(n):
         v |= uint64(d[i + k]) << uint64(8 * k)
     return v
 
@@ -66,10 +59,10 @@ def xxh64(d, start, end, seed):
         v4 = seed - P1
         limit = end - 32
         while i <= limit:
-            v1 = _round(v1, _read64(d, i))
-            v2 = _round(v2, _read64(d, i + 8))
-            v3 = _round(v3, _read64(d, i + 16))
-            v4 = _round(v4, _read64(d, i + 24))
+            v1 = _round(v1, _read_le(d, i, 8))
+            v2 = _round(v2, _read_le(d, i + 8, 8))
+            v3 = _round(v3, _read_le(d, i + 16, 8))
+            v4 = _round(v4, _read_le(d, i + 24, 8))
             i += 32
         h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
         h = _merge(h, v1)
@@ -80,11 +73,11 @@ def xxh64(d, start, end, seed):
         h = seed + P5
     h += uint64(n)
     while i + 8 <= end:
-        h ^= _round(uint64(0), _read64(d, i))
+        h ^= _round(uint64(0), _read_le(d, i, 8))
         h = _rotl(h, 27) * P1 + P4
         i += 8
     if i + 4 <= end:
-        h ^= _read32(d, i) * P1
+        h ^= _read_le(d, i, 4) * P1
         h = _rotl(h, 23) * P2 + P3
         i += 4
     while i < end:

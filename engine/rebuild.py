@@ -66,10 +66,9 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
                 ids = t.column("doc_id").to_numpy()
                 normal = text.normal_form(t.column("text").combine_chunks())
                 analysis = text.analyze(normal, s.seed)
-                images = fingerprints.compute(normal, analysis, s)
+                images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, s)
                 docs = pa.table({"doc_id": ids, **{f"{m}.{c}": a for m, cols in images.items() for c, a in cols.items()}})
                 insert_fingerprints(con, docs)
-                terms, sent_terms, sent_texts = fingerprints.terms(normal, analysis, s)
                 row_to_doc = ids.astype(np.int64)
                 if terms is not None:
                     insert_by_row(con, "doc_terms", terms, row_to_doc)

@@ -172,7 +172,7 @@ def test_a6_megashingles_agree_exactly_when_two_supershingles_agree():
     base = " ".join(f"word{i:03d}" for i in range(120))
     edited = base.replace("word050", "changed")
     c = chunk(base, base, edited, "completely different text " * 10)
-    _, counts, wh = c.rcdl_words
+    counts, wh = c.rcdl_words[1], c.rcdl_hashes
     for n in (84, 36):
         supers, megas = rcdl.a6(wh, counts, n, 0)
         assert supers.shape == (4, 6) and megas.shape == (4, 15)
@@ -186,7 +186,7 @@ def test_a6_megashingles_agree_exactly_when_two_supershingles_agree():
 def test_a8_wraps_around_and_keeps_about_log2_of_the_shingles():
     words = [f"word{i}" for i in range(64)]
     c = chunk(" ".join(words) + " abcd", " ".join(words) + " abcd")
-    _, counts, wh = c.rcdl_words
+    counts, wh = c.rcdl_words[1], c.rcdl_hashes
     h, doc = hashing.shingle_hashes_wrapped(wh, counts, 5, 0)
     assert np.bincount(doc).tolist() == counts.tolist()
     L = int(counts[0])

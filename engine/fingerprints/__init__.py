@@ -47,9 +47,18 @@ class Chunk:
         return hashing.distinct_sorted(h, doc, self.n)
 
     @functools.cached_property
-    def rcdl_words(self) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-        w, counts = rcdl.preprocessed_words(self.words, self.a.word_counts)
-        return w, counts, hashing.string_hashes(w, self.s.seed)
+    def rcdl_keep(self) -> np.ndarray:
+        """Which words the RCDL preprocessing keeps."""
+        return rcdl.keep_mask(self.words)
+
+    @functools.cached_property
+    def rcdl_words(self) -> tuple[pa.Array, np.ndarray]:
+        """The RCDL-preprocessed words and how many each document keeps."""
+        return rcdl.preprocessed_words(self.words, self.a.word_counts, self.rcdl_keep)
+
+    @functools.cached_property
+    def rcdl_hashes(self) -> np.ndarray:
+        return hashing.string_hashes(self.rcdl_words[0], self.s.seed)
 
 
 def lists(values: np.ndarray, counts: np.ndarray) -> pa.Array:
@@ -79,13 +88,13 @@ def rows(m: np.ndarray) -> pa.Array:
 
 
 def _a6(c: Chunk, n_hashes: int) -> dict[str, pa.Array]:
-    _, counts, wh = c.rcdl_words
+    counts, wh = c.rcdl_words[1], c.rcdl_hashes
     supers, megas = rcdl.a6(wh, counts, n_hashes, c.s.seed)
     return {"supershingles": rows(supers), "megashingles": rows(megas)}
 
 
 def _a8(c: Chunk) -> dict[str, pa.Array]:
-    _, counts, wh = c.rcdl_words
+    counts, wh = c.rcdl_words[1], c.rcdl_hashes
     values, per_doc, sig = rcdl.a8(wh, counts, c.s.seed)
     return {"kept": lists(values, per_doc), "signature": pa.array(sig, pa.uint64())}
 
@@ -112,7 +121,7 @@ COMPUTE = {
     "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_set, c.s.minhash_perms, c.s.seed, c.s.permutation))},
     "simhash": lambda c: {"simhash": pa.array(simhash_mod.charikar(c.word_hashes, c.a.word_counts), pa.uint64())},
     "simhash_hp": lambda c: {"simhash": pa.array(simhash_mod.hyperplanes(c.words, c.a.word_counts, c.s.seed), pa.uint64())},
-    "a0": lambda c: {"md5": pa.array(rcdl.a0(c.rcdl_words[0], c.rcdl_words[1]), pa.string())},
+    "a0": lambda c: {"md5": pa.array(rcdl.a0(*c.rcdl_words), pa.string())},
     "a6": lambda c: _a6(c, 84),
     "a6_36": lambda c: _a6(c, 36),
     "a8": _a8,
@@ -121,21 +130,19 @@ COMPUTE = {
 }
 
 
-def terms(normal: pa.Array, analysis: Analysis, settings: Settings) -> tuple[pa.Table | None, pa.Table | None, pa.Table | None]:
+def _terms(c: Chunk) -> tuple[pa.Table | None, pa.Table | None, pa.Table | None]:
     """For the statistics-based lexical methods: ``(doc_terms, a5 occurrences, a5 sentence texts)``;
     ``doc`` columns index the chunk's documents. ``(None, None, None)`` when no such method is enabled."""
-    wanted = [m for m in settings.methods if m in lexical.STATS_METHODS]
+    wanted = [m for m in c.s.methods if m in lexical.STATS_METHODS]
     if not wanted:
         return None, None, None
-    c = Chunk(normal, analysis, settings)
-    words, counts = c.words, c.a.word_counts
-    kept_terms, kept_counts = rcdl.preprocessed_words(words, counts)
+    kept_terms, kept_counts = c.rcdl_words
     dt = lexical.doc_terms(kept_terms, kept_counts)
     if "a5" not in wanted:
         return dt, None, None
-    keep = rcdl.keep_mask(words)
-    occ, texts = lexical.sentence_tables(c.a, keep, kept_terms)
+    occ, texts = lexical.sentence_tables(c.a, c.rcdl_keep, kept_terms)
     return dt, occ, texts
+
 
 #: Equal-key methods: ``{method: (column, how the column becomes uint64 keys)}``; their keys go to the
 #: LMDB postings table named after the method.
@@ -151,8 +158,15 @@ POSTINGS = {
 
 def compute(normal: pa.Array, analysis: Analysis, settings: Settings) -> dict[str, dict[str, pa.Array]]:
     """``{method: {column: array aligned with the documents}}`` for every enabled method."""
+    return compute_all(normal, analysis, settings)[0]
+
+
+def compute_all(normal: pa.Array, analysis: Analysis, settings: Settings):
+    """``(compute(...), doc_terms, a5 occurrences, a5 sentence texts)`` from one shared ``Chunk``,
+    so that words, their hashes and the RCDL word lists are made once."""
     c = Chunk(normal, analysis, settings)
-    return {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
+    images = {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
+    return (images, *_terms(c))
 
 
 def posting_keys(kind: str, column: pa.Array, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -53,11 +53,12 @@ def keep_mask(words: pa.Array) -> np.ndarray:
     return keep.to_numpy(zero_copy_only=False)
 
 
-def preprocessed_words(words: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Words kept by the RCDL preprocessing, and how many each document keeps."""
+def preprocessed_words(words: pa.Array, counts: np.ndarray, keep: np.ndarray | None = None) -> tuple[pa.Array, np.ndarray]:
+    """Words kept by the RCDL preprocessing, and how many each document keeps (``keep``: the
+    ``keep_mask`` of ``words``, when the caller has it already)."""
     if len(words) == 0:
         return words, counts.copy()
-    keep_np = keep_mask(words)
+    keep_np = keep_mask(words) if keep is None else keep
     doc = np.repeat(np.arange(counts.size), counts)
     return words.filter(pa.array(keep_np)), np.bincount(doc[keep_np], minlength=counts.size)
 

@@ -148,10 +148,11 @@ class Index:
         """A read-only catalog connection (repairs a crashed batch first when it can)."""
         self.require()
         lock = WriterLock(self.path)
-        if (self.path / PENDING_FILE).exists() and not lock.is_held():
+        held = lock.is_held()
+        if (self.path / PENDING_FILE).exists() and not held:
             with self.writer():
                 pass
-        holder = lock.holder() if lock.is_held() else None
+        holder = lock.holder() if held else None
         con = catalog.connect(self.catalog_path, read_only=True, holder=holder)
         try:
             catalog.check_schema(con)
