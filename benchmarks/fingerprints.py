@@ -40,7 +40,7 @@ def datasketch_minhash(texts: list[str]) -> None:
 
 def ours(texts: list[str], settings: Settings) -> None:
     normal = text.normal_form(pa.array(texts, pa.large_string()))
-    fingerprints.compute(normal, text.analyze(normal), settings)
+    fingerprints.compute(normal, text.analyze(normal, spans=settings.needs_spans), settings)
 
 
 def timed(fn, *args, runs: int) -> float:

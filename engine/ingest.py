@@ -105,7 +105,7 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects."""
     cleaned = chunk.column("content")
     normal = text.normal_form(cleaned)
-    analysis = text.analyze(normal, settings.seed)
+    analysis = text.analyze(normal, settings.seed, spans=settings.needs_spans)
     n_words = analysis.word_counts.astype(np.int32)
     n_sentences = analysis.sentence_counts.astype(np.int32)
     ok = n_words >= settings.min_words

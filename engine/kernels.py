@@ -93,16 +93,19 @@ def xxh64(d, start, end, seed):
 
 
 @njit(cache=True, nogil=True)
-def tokenize(data, offsets, word_table, seed):
+def tokenize(data, offsets, word_table, seed, spans):
     """One pass over a chunk; see the module docstring. Returns
-    ``(starts, ends, hashes, word_counts, sentence_first, sentence_counts)``."""
+    ``(starts, ends, hashes, word_counts, sentence_first, sentence_counts)``;
+    with ``spans`` false, ``starts``, ``ends`` and ``sentence_first`` come back
+    empty (about a fifth faster when only hashes and counts are wanted)."""
     n_docs = offsets.size - 1
     cap = data.size // 2 + n_docs + 1  # a word takes a byte, and two words of one document a separator
-    starts = np.empty(cap, np.int64)
-    ends = np.empty(cap, np.int64)
+    span_cap = cap if spans else 0
+    starts = np.empty(span_cap, np.int64)
+    ends = np.empty(span_cap, np.int64)
     hashes = np.empty(cap, np.uint64)
     word_counts = np.zeros(n_docs, np.int64)
-    sent_first = np.empty(cap, np.int64)
+    sent_first = np.empty(span_cap, np.int64)
     sent_counts = np.zeros(n_docs, np.int64)
     nw = 0
     ns = 0
@@ -133,15 +136,17 @@ def tokenize(data, offsets, word_table, seed):
                     in_word = True
                     ws = i
                     if boundary:
-                        sent_first[ns] = nw
+                        if spans:
+                            sent_first[ns] = nw
                         ns += 1
                         sent_counts[d] += 1
                         boundary = False
             else:
                 if in_word:
                     in_word = False
-                    starts[nw] = ws
-                    ends[nw] = i
+                    if spans:
+                        starts[nw] = ws
+                        ends[nw] = i
                     hashes[nw] = xxh64(data, ws, i, seed)
                     nw += 1
                     word_counts[d] += 1
@@ -161,11 +166,14 @@ def tokenize(data, offsets, word_table, seed):
                             boundary = True
             i += ln
         if in_word:
-            starts[nw] = ws
-            ends[nw] = end
+            if spans:
+                starts[nw] = ws
+                ends[nw] = end
             hashes[nw] = xxh64(data, ws, end, seed)
             nw += 1
             word_counts[d] += 1
+    if not spans:
+        return starts, ends, hashes[:nw], word_counts, sent_first, sent_counts
     return starts[:nw], ends[:nw], hashes[:nw], word_counts, sent_first[:ns], sent_counts
 
 
@@ -227,6 +235,75 @@ def shingles(tok, counts, length, offset, seed):
         h *= SH_AV
         out[i] = h ^ (h >> uint64(32))
     return out, doc
+
+
+@njit(cache=True, nogil=True)
+def _bucket_sort(src, n, top, dst, fill):
+    """Sort ``src[:n]`` (values in ``[0, top]``, about uniform) into ``dst[:n]``: a counting
+    sort on ``n`` equal-width buckets, then an insertion sort that only moves values
+    within their bucket. ``fill`` is scratch of at least ``n + 1`` int64s."""
+    scale = n / (float(top) + 1.0)
+    for b in range(n + 1):
+        fill[b] = 0
+    for i in range(n):
+        b = min(int(float(src[i]) * scale), n - 1)  # monotone in the value
+        fill[b + 1] += 1
+    for b in range(n):
+        fill[b + 1] += fill[b]
+    for i in range(n):
+        b = min(int(float(src[i]) * scale), n - 1)
+        dst[fill[b]] = src[i]
+        fill[b] += 1
+    for i in range(1, n):
+        v = dst[i]
+        j = i - 1
+        while j >= 0 and dst[j] > v:
+            dst[j + 1] = dst[j]
+            j -= 1
+        dst[j + 1] = v
+
+
+@njit(cache=True, nogil=True)
+def smallest_distinct(hashes, doc, n_docs, k):
+    """Per document, its ``min(k, distinct)`` smallest distinct hashes, ascending:
+    ``(values, counts)``. See ``fingerprints.hashing.smallest_distinct``."""
+    starts = np.searchsorted(doc, np.arange(n_docs + 1))
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, starts[d + 1] - starts[d])
+    out = np.empty(min(hashes.size, n_docs * k), np.uint64)
+    counts = np.zeros(n_docs, np.int64)
+    buf = np.empty(longest, np.uint64)
+    srt = np.empty(longest, np.uint64)
+    fill = np.empty(longest + 1, np.int64)
+    full = uint64(0xFFFFFFFFFFFFFFFF)
+    pos = 0
+    for d in range(n_docs):
+        a = starts[d]
+        m = starts[d + 1] - a
+        cut = full
+        if m > 4 * k:
+            cut = uint64(2.0 * k / m * 18446744073709551616.0)  # about 2k values fall below
+        while True:
+            nb = 0
+            for i in range(a, a + m):
+                if hashes[i] <= cut:
+                    buf[nb] = hashes[i]
+                    nb += 1
+            _bucket_sort(buf, nb, cut, srt, fill)
+            n = 0
+            for i in range(nb):
+                if i == 0 or srt[i] != srt[i - 1]:
+                    if n == k:
+                        break
+                    out[pos + n] = srt[i]
+                    n += 1
+            if n == k or cut == full:
+                break
+            cut = full  # too few distinct values below the cut: take them all
+        counts[d] = n
+        pos += n
+    return out[:pos], counts
 
 
 @njit(cache=True, nogil=True)

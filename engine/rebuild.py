@@ -65,7 +65,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
                     continue
                 ids = t.column("doc_id").to_numpy()
                 normal = text.normal_form(t.column("text").combine_chunks())
-                analysis = text.analyze(normal, s.seed)
+                analysis = text.analyze(normal, s.seed, spans=s.needs_spans)
                 images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, s)
                 docs = pa.table({"doc_id": ids, **{f"{m}.{c}": a for m, cols in images.items() for c, a in cols.items()}})
                 insert_fingerprints(con, docs)

@@ -33,6 +33,8 @@ METHODS: dict[str, str] = {
 
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
 PERMUTATIONS = ("universal", "matrix")
+#: methods computed from word hashes and counts alone (no word or sentence positions)
+SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars"})
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,11 @@ class Settings:
             raise SettingsMismatch(f"a method is named twice in {','.join(self.methods)}", hint="name each method once")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
+
+    @property
+    def needs_spans(self) -> bool:
+        """Whether some enabled method reads word or sentence positions (see ``text.analyze``)."""
+        return any(m not in SPANLESS_METHODS for m in self.methods)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -81,9 +81,13 @@ def clean_whitespace(texts: pa.Array) -> pa.Array:
 def normal_form(texts: pa.Array) -> pa.Array:
     """NFKC plus full Unicode case folding of every string (nulls stay null).
 
-    Pure-ASCII strings (NFKC leaves them alone and folding is lowercasing)
-    are lowered by Arrow; the others go through Python's ``unicodedata`` and
-    ``str.casefold``, which define the result.
+    Python's ``unicodedata.normalize("NFKC", s)`` and ``str.casefold`` define
+    the result. Pure-ASCII strings (NFKC leaves them alone and folding is
+    lowercasing) are lowered by Arrow. The others get NFKC from Python, then
+    Arrow's per-character lowercasing, which equals ``casefold`` except on
+    the few characters of ``_fold_differs`` (found by comparing the two on
+    every code point of the running Python and Arrow); only strings holding
+    one of those go through ``str.casefold``.
     """
     texts = texts if pa.types.is_large_string(texts.type) else texts.cast(pa.large_string())
     ascii_rows = pc.fill_null(pc.string_is_ascii(texts), True)
@@ -91,9 +95,30 @@ def normal_form(texts: pa.Array) -> pa.Array:
     if pc.all(ascii_rows).as_py():
         return lowered
     mask = pc.invert(ascii_rows)
-    other = texts.filter(mask).to_pylist()
-    folded = pa.array([unicodedata.normalize("NFKC", s).casefold() for s in other], pa.large_string())
+    nfkc = pa.array([unicodedata.normalize("NFKC", s) for s in texts.filter(mask).to_pylist()], pa.large_string())
+    folded = pc.utf8_lower(nfkc)
+    special = pc.match_substring_regex(nfkc, _fold_differs())
+    if pc.any(special).as_py():
+        redo = [s.casefold() for s in nfkc.filter(special).to_pylist()]
+        folded = pc.replace_with_mask(folded, special, pa.array(redo, pa.large_string()))
     return pc.replace_with_mask(lowered, mask, folded)
+
+
+@functools.cache
+def _fold_differs() -> str:
+    """An RE2 class of the code points whose ``str.casefold`` differs from Arrow's ``utf8_lower``.
+
+    Both map each character on its own (neither looks at context), so a
+    string without any of these folds the same either way. Only planes 0
+    and 1 are compared (where every cased script lives); any character
+    beyond them counts as differing, so the result stays exact.
+    """
+    cps = np.r_[1:0xD800, 0xE000:0x20000].tolist()
+    joined = "\0".join(map(chr, cps))
+    by_arrow = pc.utf8_lower(pa.array([joined], pa.large_string()))[0].as_py().split("\0")
+    by_python = joined.casefold().split("\0")
+    differ = "".join(f"\\x{{{c:x}}}" for c, a, b in zip(cps, by_arrow, by_python) if a != b)
+    return f"[{differ}\\x{{20000}}-\\x{{10ffff}}]"
 
 
 def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +231,7 @@ _TERMINATOR = np.zeros(256, dtype=bool)
 _TERMINATOR[[ord("."), ord("!"), ord("?")]] = True
 
 
-@dataclass
+@dataclass(eq=False)
 class Analysis:
     """Words and sentences of a whole array of normal-form strings, as byte spans.
 
@@ -214,19 +239,39 @@ class Analysis:
     ``data[offsets[i]:offsets[i+1]]``; word j is ``data[word_starts[j]:word_ends[j]]``;
     ``word_counts[i]`` words belong to string i (in order); ``sentence_first[k]``
     is the index of the first word of sentence k; ``sentence_counts[i]``
-    sentences belong to string i.
+    sentences belong to string i. The three span arrays are made on first use
+    when ``analyze`` was told the caller only needs counts and hashes.
     """
 
     data: np.ndarray
     offsets: np.ndarray
-    word_starts: np.ndarray
-    word_ends: np.ndarray
     word_counts: np.ndarray
-    sentence_first: np.ndarray
     sentence_counts: np.ndarray
     #: XXH64 (seeded) of every word's UTF-8 bytes, when computed by ``analyze``
     word_hashes: np.ndarray | None = None
     seed: int | None = None
+    #: ``(word_starts, word_ends, sentence_first)``, or None until first needed
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.spans is None:
+            from . import kernels
+
+            starts, ends, _, _, first, _ = kernels.tokenize(self.data, self.offsets, _word_table(), np.uint64(self.seed or 0), True)
+            self.spans = (starts, ends, first)
+        return self.spans
+
+    @property
+    def word_starts(self) -> np.ndarray:
+        return self._spans()[0]
+
+    @property
+    def word_ends(self) -> np.ndarray:
+        return self._spans()[1]
+
+    @property
+    def sentence_first(self) -> np.ndarray:
+        return self._spans()[2]
 
     @functools.cached_property
     def in_word(self) -> np.ndarray:
@@ -239,14 +284,17 @@ class Analysis:
 _CLOSERS = [b'"', b"'", b")", b"]", "»".encode(), "”".encode(), "’".encode()]
 
 
-def analyze(normal: pa.Array, seed: int = 0) -> Analysis:
+def analyze(normal: pa.Array, seed: int = 0, spans: bool = True) -> Analysis:
     """Words, sentences and word hashes of normal-form strings, in one compiled pass
-    (``neardup.kernels.tokenize``); ``analyze_reference`` is the same in numpy and defines it."""
+    (``neardup.kernels.tokenize``); ``analyze_reference`` is the same in numpy and defines it.
+
+    ``spans=False`` skips the word and sentence positions (counts and hashes
+    only, about a fifth faster); they are then made on first use."""
     from . import kernels
 
     data, offs = _utf8(normal)
-    starts, ends, hashes, counts, first, sent_counts = kernels.tokenize(data, offs, _word_table(), np.uint64(seed))
-    return Analysis(data, offs, starts, ends, counts, first, sent_counts, hashes, seed)
+    starts, ends, hashes, counts, first, sent_counts = kernels.tokenize(data, offs, _word_table(), np.uint64(seed), spans)
+    return Analysis(data, offs, counts, sent_counts, hashes, seed, (starts, ends, first) if spans else None)
 
 
 def analyze_reference(normal: pa.Array) -> Analysis:
@@ -288,7 +336,7 @@ def analyze_reference(normal: pa.Array) -> Analysis:
         sent_counts = cs[loffs[1:]] - cs[loffs[:-1]]
     else:
         sent_counts = np.zeros(counts.size, dtype=np.int64)
-    return Analysis(data, offs, starts, ends, counts, np.flatnonzero(new), sent_counts)
+    return Analysis(data, offs, counts, sent_counts, spans=(starts, ends, np.flatnonzero(new)))
 
 
 def sentences(normal: pa.Array) -> pa.ListArray:

@@ -259,3 +259,32 @@ def test_compiled_charikar_matches_the_numpy_reference(counts, seed):
     counts = np.array(counts, dtype=np.int64)
     h = np.random.default_rng(seed).integers(0, 2**64 - 1, int(counts.sum()), dtype=np.uint64, endpoint=True)
     assert np.array_equal(sim.charikar(h, counts), sim.charikar_reference(h, counts))
+
+
+@given(st.lists(st.tuples(st.integers(0, 700), st.integers(1, 800)), min_size=1, max_size=12), st.integers(1, 150), st.integers(0, 2**32))
+def test_smallest_distinct_is_the_prefix_of_each_sorted_set(docs, k, seed):
+    """The cut-and-bucket-sort selection equals the first k of every distinct_sorted run,
+    also for documents with few distinct values among many (the fall-back path)."""
+    rng = np.random.default_rng(seed)
+    parts = [rng.choice(rng.integers(0, 2**64 - 1, pool, dtype=np.uint64, endpoint=True), size) for size, pool in docs]
+    h = np.concatenate(parts).astype(np.uint64)
+    doc = np.repeat(np.arange(len(docs)), [size for size, _ in docs])
+    v, c = hashing.distinct_sorted(h, doc, len(docs))
+    starts = np.concatenate([[0], np.cumsum(c)[:-1]])
+    want = [v[s : s + min(n, k)].tolist() for s, n in zip(starts, c)]
+    gv, gc = hashing.smallest_distinct(h, doc, len(docs), k)
+    assert gc.tolist() == [len(w) for w in want]
+    assert gv.tolist() == [x for w in want for x in w]
+
+
+@settings(max_examples=30)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab cd ef gh\n"), max_size=300), min_size=1, max_size=5), st.sampled_from([1, 3, 8]))
+def test_sketches_do_not_depend_on_which_other_methods_are_on(docs, k):
+    """bottomk and minhash read the sorted sets when ``shingles`` made them and the raw hashes
+    (cut-selected, or with repeats) otherwise; the two routes give the same bytes."""
+    normal = text.normal_form(pa.array(docs, pa.large_string()))
+    for a in (text.analyze(normal), text.analyze(normal, spans=False)):
+        alone = {m: fingerprints.compute(normal, a, Settings(methods=(m,), bottomk=k, minhash_perms=k))[m] for m in ("bottomk", "minhash")}
+        both = fingerprints.compute(normal, a, Settings(methods=("shingles", "bottomk", "minhash"), bottomk=k, minhash_perms=k))
+        for m in alone:
+            assert alone[m] == {c: v for c, v in both[m].items()}, m

@@ -72,6 +72,17 @@ def test_normal_form_ascii_fast_path_agrees_with_python():
     assert text.normal_form(arr(*xs)).to_pylist() == [None if x is None else unicodedata.normalize("NFKC", x).casefold() for x in xs]
 
 
+# characters where Arrow's lowercasing and str.casefold part ways, plus cased letters of plane 1
+_FOLD_TRICKY = "ßẞΣσςİıŉǰﬁﬀ\u13a0\u13f8\uab70ᲀꭰ\U00010400\U00010428\U0001e900\U00020000ÀÉЁ "
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(_FOLD_TRICKY) | st.characters(), max_size=40), max_size=8))
+def test_normal_form_is_nfkc_then_casefold(xs):
+    import unicodedata
+
+    assert text.normal_form(arr(*xs)).to_pylist() == [unicodedata.normalize("NFKC", x).casefold() for x in xs]
+
+
 @given(st.lists(st.text(max_size=60), max_size=8))
 def test_counts_match_list_lengths_and_a_reference_tokenizer(xs):
     import unicodedata
@@ -111,8 +122,12 @@ def test_compiled_tokenizer_matches_the_numpy_definition_and_xxh64(xs, seed):
 
     normal = text.normal_form(arr(*xs))
     fast, ref = text.analyze(normal, seed), text.analyze_reference(normal)
+    lazy = text.analyze(normal, seed, spans=False)  # positions made on first use
+    assert lazy.spans is None
     for f in ("word_starts", "word_ends", "word_counts", "sentence_first", "sentence_counts"):
         assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+        assert np.array_equal(getattr(lazy, f), getattr(ref, f)), f
+    assert np.array_equal(lazy.word_hashes, fast.word_hashes)
     words = [w for ws in text.words(normal).to_pylist() for w in ws]
     assert fast.word_hashes.tolist() == [xxhash.xxh64_intdigest(w.encode(), seed) for w in words]
     assert np.array_equal(fast.in_word, text.word_spans(normal)[1])

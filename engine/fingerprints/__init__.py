@@ -42,9 +42,29 @@ class Chunk:
         return hashing.string_hashes(self.words, self.s.seed)
 
     @functools.cached_property
+    def shingle_hashes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every word shingle's hash and its document's index, in document order."""
+        return hashing.shingle_hashes(self.word_hashes, self.a.word_counts, self.s.shingle_size, self.s.shingle_offset, self.s.seed)
+
+    @functools.cached_property
     def shingle_set(self) -> tuple[np.ndarray, np.ndarray]:
-        h, doc = hashing.shingle_hashes(self.word_hashes, self.a.word_counts, self.s.shingle_size, self.s.shingle_offset, self.s.seed)
-        return hashing.distinct_sorted(h, doc, self.n)
+        return hashing.distinct_sorted(*self.shingle_hashes, self.n)
+
+    def shingle_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each document's shingle hashes, grouped by document (``values, counts``): the sorted
+        sets when they exist, else all hashes as they come (repeats included), which is
+        enough for anything that takes a minimum over the set."""
+        if "shingle_set" in self.__dict__:
+            return self.shingle_set
+        h, doc = self.shingle_hashes
+        return h, np.bincount(doc, minlength=self.n)
+
+    def smallest_shingles(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` smallest distinct shingle hashes of each document, ascending (a prefix of
+        each ``shingle_set`` run); without sorting whole sets unless they are sorted already."""
+        if "shingle_set" in self.__dict__:
+            return self.shingle_set
+        return hashing.smallest_distinct(*self.shingle_hashes, self.n, k)
 
     @functools.cached_property
     def rcdl_keep(self) -> np.ndarray:
@@ -87,6 +107,11 @@ def rows(m: np.ndarray) -> pa.Array:
     return lists(m[keep], keep.sum(axis=1))
 
 
+def _bottomk_input(c: Chunk) -> tuple[np.ndarray, np.ndarray]:
+    # with the universal scheme the sketch is the k smallest hashes (see sketches.bottom_k)
+    return c.smallest_shingles(c.s.bottomk) if c.s.permutation == "universal" else c.shingle_set
+
+
 def _a6(c: Chunk, n_hashes: int) -> dict[str, pa.Array]:
     counts, wh = c.rcdl_words[1], c.rcdl_hashes
     supers, megas = rcdl.a6(wh, counts, n_hashes, c.s.seed)
@@ -117,8 +142,8 @@ def _a4(c: Chunk) -> dict[str, pa.Array]:
 COMPUTE = {
     "shingles": lambda c: packed(*c.shingle_set),
     "chars": lambda c: packed(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n)),
-    "bottomk": lambda c: {"sketch": rows(sketches.bottom_k(*c.shingle_set, c.s.bottomk, c.s.seed, c.s.permutation))},
-    "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_set, c.s.minhash_perms, c.s.seed, c.s.permutation))},
+    "bottomk": lambda c: {"sketch": rows(sketches.bottom_k(*_bottomk_input(c), c.s.bottomk, c.s.seed, c.s.permutation))},
+    "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_groups(), c.s.minhash_perms, c.s.seed, c.s.permutation))},
     "simhash": lambda c: {"simhash": pa.array(simhash_mod.charikar(c.word_hashes, c.a.word_counts), pa.uint64())},
     "simhash_hp": lambda c: {"simhash": pa.array(simhash_mod.hyperplanes(c.words, c.a.word_counts, c.s.seed), pa.uint64())},
     "a0": lambda c: {"md5": pa.array(rcdl.a0(*c.rcdl_words), pa.string())},
