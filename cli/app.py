@@ -76,9 +76,12 @@ CharShingleOpt = Annotated[int | None, typer.Option(help="Characters per charact
 SketchOpt = Annotated[str | None, typer.Option(help="Bottom-k sketch size, as bottom-k:N [default: bottom-k:100].")]
 PermsOpt = Annotated[int | None, typer.Option(help="Permutations of the minhash method [default: 100].")]
 PermutationOpt = Annotated[str | None, typer.Option(help="Permutation scheme: universal or matrix (the seeds' binary matrices) [default: universal].")]
+ThresholdOpt = Annotated[float | None, typer.Option(help="Jaccard threshold of the duplicate pairs (word-shingle sets) [default: 0.8].")]
+SimhashBitsOpt = Annotated[int | None, typer.Option(help="Simhash pairs differ in at most this many of 64 bits [default: 3].")]
 
 
-def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation) -> dict:
+def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
+                   threshold=None, simhash_bits=None) -> dict:
     """The settings given on the command line (None for those not given)."""
     return {
         "min_words": min_words,
@@ -90,6 +93,8 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "bottomk": parse_sketch(sketch) if sketch is not None else None,
         "minhash_perms": minhash_perms,
         "permutation": permutation,
+        "threshold": threshold,
+        "simhash_bits": simhash_bits,
     }
 
 
@@ -109,13 +114,16 @@ def init(
     sketch: SketchOpt = None,
     minhash_perms: PermsOpt = None,
     permutation: PermutationOpt = None,
+    threshold: ThresholdOpt = None,
+    simhash_bits: SimhashBitsOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
         idx = Index(index)
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
-        s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation))
+        s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
+                                         threshold, simhash_bits))
         with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
@@ -147,6 +155,8 @@ def ingest_cmd(
     sketch: SketchOpt = None,
     minhash_perms: PermsOpt = None,
     permutation: PermutationOpt = None,
+    threshold: ThresholdOpt = None,
+    simhash_bits: SimhashBitsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op.
@@ -157,7 +167,8 @@ def ingest_cmd(
     idx = Index(index)
     failed = False
     try:
-        given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation)
+        given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
+                               threshold, simhash_bits)
         if idx.exists():
             idx.settings().check_overrides(given)
         create = _new_settings(given)

@@ -17,6 +17,7 @@ _TARGET = os.environ.get("NEARDUP_CRASH_AT")
 POINTS = (
     "batch-start",
     "after-first-chunk",
+    "before-pairs",
     "duckdb-before-commit",
     "duckdb-after-commit",
     "lmdb-mid-write",

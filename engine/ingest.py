@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from . import __version__, fingerprints, text
+from . import __version__, fingerprints, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
@@ -62,6 +62,8 @@ class IngestResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: sentences handed to A5's batch tables so far (they are numbered batch-wide)
     sentences_seen: int = 0
+    #: pairs found per pair method
+    pairs: dict[str, int] = field(default_factory=dict)
 
     def tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
@@ -209,6 +211,9 @@ def ingest(
                 t = time.perf_counter()
                 lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
                 res.tick("lexical", t)
+            if n_added:
+                crashpoint("before-pairs")
+                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
             con.execute(
                 query("catalog", "insert_batch"),
                 [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,

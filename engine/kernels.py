@@ -375,3 +375,51 @@ def charikar(word_hashes, counts):
         out[d] = s
         base += m
     return out
+
+
+@njit(cache=True, nogil=True)
+def pair_jaccard(data, offs, ra, rb):
+    """Jaccard of sorted distinct sets ``data[offs[r]:offs[r+1]]`` for each row pair ``(ra[i], rb[i])``."""
+    out = np.empty(ra.size, np.float64)
+    for p in range(ra.size):
+        i, ie = offs[ra[p]], offs[ra[p] + 1]
+        j, je = offs[rb[p]], offs[rb[p] + 1]
+        na, nb = ie - i, je - j
+        inter = 0
+        while i < ie and j < je:
+            x, y = data[i], data[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                i += 1
+            else:
+                j += 1
+        union = na + nb - inter
+        out[p] = inter / union if union > 0 else 1.0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def pair_bottomk(data, offs, ra, rb, k):
+    """Broder's estimate for each row pair of ascending bottom-k sketches: of the ``k``
+    smallest values of the union, the share that lies in both sketches."""
+    out = np.empty(ra.size, np.float64)
+    for p in range(ra.size):
+        i, ie = offs[ra[p]], offs[ra[p] + 1]
+        j, je = offs[rb[p]], offs[rb[p] + 1]
+        taken = 0
+        both = 0
+        while taken < k and (i < ie or j < je):
+            if j >= je or (i < ie and data[i] < data[j]):
+                i += 1
+            elif i >= ie or data[j] < data[i]:
+                j += 1
+            else:
+                both += 1
+                i += 1
+                j += 1
+            taken += 1
+        out[p] = both / taken if taken > 0 else 1.0
+    return out

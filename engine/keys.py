@@ -7,8 +7,12 @@ Tables:
 
 * ``url``: xxh3-64 of the url (UTF-8, seed 0) -> doc ids (all versions).
 * ``content``: ``content_hash`` -> doc ids (exact duplicates share a list).
-* one table per equal-key fingerprint method (``a0``, ``a6``, ``a6_36``,
-  ``a8``): its keys (``neardup.fingerprints.POSTINGS``) -> doc ids.
+* one table per equal-key fingerprint method (A0-A10 and ``a6_36``):
+  its keys (``neardup.fingerprints.POSTINGS``) -> doc ids.
+* the pair generators' keys (``neardup.pairs.candidate_postings``): ``lsh``
+  (min-hash bands), ``simhash_tables``/``simhash_hp_tables`` (permuted
+  tables), ``bottomk_prefix``, ``a11`` (bottom-k shingles), ``a12_ss``
+  (A12 sentence signatures) -> doc ids.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.nda
     }
 
 
-def batch_postings(con, batch_id: int, methods: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def batch_postings(con, batch_id: int, settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every posting of one batch, read back from its catalog rows."""
-    from .fingerprints import POSTINGS, posting_keys
+    from .pairs import candidate_postings
     from .sqlfiles import query
 
     t = con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
@@ -42,10 +46,5 @@ def batch_postings(con, batch_id: int, methods: tuple[str, ...]) -> dict[str, tu
     if t.num_rows == 0:
         return out
     lo, hi = int(t.column("doc_id")[0].as_py()), int(t.column("doc_id")[-1].as_py())
-    for method in methods:
-        if method not in POSTINGS:
-            continue
-        column, kind = POSTINGS[method]
-        ft = con.sql(f"SELECT doc_id, {column} FROM fp_{method} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
-        out[method] = posting_keys(kind, ft.column(column).combine_chunks(), ft.column("doc_id").to_numpy())
+    out.update(candidate_postings(con, lo, hi, settings))
     return out

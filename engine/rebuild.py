@@ -1,4 +1,4 @@
-"""``neardup rebuild``: recompute every fingerprint of every document with the current statistics.
+"""``neardup rebuild``: recompute every fingerprint and pair of every document with the current statistics.
 
 Statistics-based lexical signatures (A2, A3, A5, A7, A10, the lexical image)
 use the collection statistics as they were when their batch committed; a
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import fingerprints, text
+from . import fingerprints, pairs, text
 from .fingerprints import lexical
 from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
-from .settings import METHODS
+from .settings import TABLE_METHODS
 from .sqlfiles import query
 from .store.index import Index
 
@@ -33,6 +33,8 @@ class RebuildResult:
     n_docs: int
     methods: tuple[str, ...]
     seconds: float
+    #: pairs per pair method after the rebuild
+    pairs: dict[str, int] | None = None
 
 
 def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = None) -> RebuildResult:
@@ -46,7 +48,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
         crashpoint("batch-start")
         con.execute("BEGIN TRANSACTION")
         try:
-            for m in METHODS:
+            for m in TABLE_METHODS:
                 con.execute(f"DELETE FROM fp_{m}")
             con.execute("DELETE FROM doc_terms")
             con.execute("DELETE FROM term_stats")
@@ -80,6 +82,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
                     progress(t.num_rows)
             if n and any(m in lexical.STATS_METHODS for m in s.methods):
                 lexical.batch_end(con, lo, hi, s.methods, s.seed)
+            found = pairs.rebuild_pairs(con, s)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -87,4 +90,4 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
             raise
         w.rebuild_postings()
         w.finish_batch(None, None)
-    return RebuildResult(int(n or 0), s.methods, time.perf_counter() - t0)
+    return RebuildResult(int(n or 0), s.methods, time.perf_counter() - t0, found)

@@ -29,12 +29,18 @@ METHODS: dict[str, str] = {
     "a9": "A9 DescrWords: bit vector of support words above their own relative-TF thresholds",
     "a10": "A10 OptFreq: CRC32 of the 6 terms of largest TF*IDF_opt, alphabetical",
     "a12": "A12 3+5 records: signatures of the 3 longest sentences and 5 longest words, length, sentences",
+    "a11": "A11 decomposition: length-ordered chains of documents sharing a bottom-k shingle (pairs only)",
 }
+
+#: methods that only define pairs (no ``fp_<method>`` table)
+PAIR_ONLY_METHODS = frozenset({"a11"})
+#: methods with an ``fp_<method>`` table
+TABLE_METHODS = tuple(m for m in METHODS if m not in PAIR_ONLY_METHODS)
 
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
 PERMUTATIONS = ("universal", "matrix")
 #: methods computed from word hashes and counts alone (no word or sentence positions)
-SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars"})
+SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars", "a11"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,8 @@ class Settings:
     bottomk: int = 100
     minhash_perms: int = 100
     permutation: str = "universal"
+    threshold: float = 0.8
+    simhash_bits: int = 3
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -75,6 +83,13 @@ class Settings:
             raise SettingsMismatch(f"unknown method(s) {', '.join(unknown)}", hint=f"choose from {', '.join(METHODS)}")
         if len(set(self.methods)) != len(self.methods):
             raise SettingsMismatch(f"a method is named twice in {','.join(self.methods)}", hint="name each method once")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or not 0 < self.threshold <= 1:
+            raise SettingsMismatch(f"threshold must be a number in (0, 1], got {self.threshold!r}", hint="pass --threshold 0.8 or another Jaccard level")
+        object.__setattr__(self, "threshold", float(self.threshold))
+        if not isinstance(self.simhash_bits, int) or isinstance(self.simhash_bits, bool) or not 0 <= self.simhash_bits <= 32:
+            raise SettingsMismatch(f"simhash_bits must be an integer in [0, 32], got {self.simhash_bits!r}", hint="pass --simhash-bits 3 (5, 10, 15 as in report 002)")
+        if "a11" in self.methods and not {"shingles", "bottomk"} <= set(self.methods):
+            raise SettingsMismatch("method a11 chains documents by their bottom-k shingles and verifies on the full sets", hint="enable shingles and bottomk with it")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
 

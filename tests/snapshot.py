@@ -18,6 +18,7 @@ def snapshot(path: Path) -> dict:
             "rejects": con.execute("SELECT * FROM rejects ORDER BY ALL").fetchall(),
             "batches": con.execute(f"SELECT {BATCH_COLS} FROM batches ORDER BY batch_id").fetchall(),
             "settings": con.execute("SELECT * FROM settings ORDER BY key").fetchall(),
+            "duplicates": con.execute("SELECT * FROM duplicates ORDER BY ALL").fetchall(),
         }
         tables = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
@@ -38,4 +39,5 @@ def snapshot(path: Path) -> dict:
 def content(state: dict) -> dict:
     """The state without batch ids and sources: what must not depend on how input was split."""
     docs = [(d[0], d[1], *d[5:]) for d in state["documents"]]  # drop source, record, batch_id
-    return {"documents": docs, "postings": state["postings"], "fingerprints": state["fingerprints"]}
+    pairs = sorted(d[:4] for d in state["duplicates"])  # drop the batch that found the pair
+    return {"documents": docs, "postings": state["postings"], "fingerprints": state["fingerprints"], "duplicates": pairs}

@@ -22,7 +22,7 @@ from .conftest import FIXTURES, run_cli, write_jsonl
 from .snapshot import snapshot
 
 BATCH = str(FIXTURES / "crawl" / "sample.warc.gz")
-BEFORE_COMMIT = {"batch-start", "after-first-chunk", "duckdb-before-commit"}
+BEFORE_COMMIT = {"batch-start", "after-first-chunk", "before-pairs", "duckdb-before-commit"}
 
 
 @pytest.fixture(scope="module")

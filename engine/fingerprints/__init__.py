@@ -171,13 +171,21 @@ def _terms(c: Chunk) -> tuple[pa.Table | None, pa.Table | None, pa.Table | None]
 
 #: Equal-key methods: ``{method: (column, how the column becomes uint64 keys)}``; their keys go to the
 #: LMDB postings table named after the method.
+#: equal-key methods: ``{method: (fingerprint column, posting kind)}`` (kinds: ``posting_keys``);
+#: their LMDB posting table is named after the method (see ``neardup.pairs``)
 POSTINGS = {
     "a0": ("md5", "md5"),
+    "a1": ("crc32", "nonzero"),
+    "a2": ("crc32", "nonzero"),
+    "a3": ("crc32", "nonzero"),
+    "a4": ("crc32", "nonzero"),
+    "a5": ("crc32", "nonzero"),
     "a6": ("megashingles", "list"),
     "a6_36": ("megashingles", "list"),
-    "a8": ("signature", "nonzero"),
     "a7": ("keys", "list"),
+    "a8": ("signature", "nonzero"),
     "a9": ("signature", "nonzero"),
+    "a10": ("crc32", "nonzero"),
 }
 
 

@@ -247,7 +247,7 @@ class Writer:
 
     def batch_postings(self, batch_id: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         assert self.con is not None and self.settings is not None
-        return batch_postings(self.con, batch_id, self.settings.methods)
+        return batch_postings(self.con, batch_id, self.settings)
 
     def rebuild_postings(self) -> None:
         """Throw the postings away and re-derive them from every committed batch."""

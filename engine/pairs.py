@@ -1,0 +1,531 @@
+"""Near-duplicate pairs, one batch at a time: candidate generators, then verification.
+
+Every pair method writes rows ``(doc_a, doc_b, method, similarity, batch_id)``
+to ``duplicates``, ``doc_a < doc_b``, found by the batch of ``doc_b``. A batch
+is matched against itself and against every older document; nothing older is
+compared again. Each generator's candidates depend only on the two documents
+of a pair (equal keys, or a length window), so ingesting a corpus in one batch
+or in many gives the same pairs.
+
+Generators (their keys go to LMDB posting tables, so a batch finds its older
+partners by lookups, not by scanning):
+
+* ``lsh``: min-hash LSH bands. ``bands x rows`` come from the index threshold
+  (``lsh_params``): the most rows per band for which a pair at the threshold
+  still becomes a candidate with probability >= 0.999.
+* ``simhash``/``simhash_hp``: Manku et al.'s permuted tables. The 64 bits are
+  cut into ``B`` blocks and each table keys on ``B - n`` of them, so two
+  simhashes within ``n`` bits agree on every block of at least one table
+  (pigeonhole). Exact for ``n <= 7``; beyond that the keys get too short, and
+  report 002's length window (word counts within +-20%) is searched in SQL:
+  exact inside the window, pairs outside it are not looked for.
+* ``bottomk``: prefix filtering on the sorted sketches: a pair whose Broder
+  estimate reaches the threshold shares one of the first
+  ``len - ceil(t * len) + 1`` values of each sketch.
+* equal keys: A0-A5, A7-A10 signatures, A6 megashingles.
+* chains in SQL (``sql/chains.sql``): A11 over the bottom-k shingles, A12 over
+  the 3+5 sentence signatures.
+
+Verification: ``jaccard`` (the default) keeps the LSH candidates whose full
+shingle sets have Jaccard >= threshold, computed exactly; the other methods
+keep what their own similarity accepts (see ``PAIR_METHODS``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from .fingerprints import POSTINGS
+from .settings import Settings
+from .sqlfiles import query
+
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: 003's chain ratio for similarity 0.85, and A12's sentence-count ratio
+CHAIN_RATIO = 1.15
+SENTENCE_RATIO = 1.20
+#: beyond this many bits, simhash pairs come from report 002's length window
+MAX_TABLE_BITS = 7
+
+#: pair method -> what its ``similarity`` is
+PAIR_METHODS: dict[str, str] = {
+    "jaccard": "exact Jaccard of the word-shingle sets (>= threshold); candidates from min-hash LSH bands",
+    "minhash": "share of equal min-hash positions (>= threshold); candidates from LSH bands",
+    "bottomk": "Broder's estimate |k-min(A u B) n A n B| / |k-min(A u B)| from the bottom-k sketches (>= threshold)",
+    "simhash": "1 - d/64 for simhashes d <= simhash_bits bits apart",
+    "simhash_hp": "1 - d/64 for hyperplane simhashes d <= simhash_bits bits apart",
+    "a0": "1.0: equal MD5 of the preprocessed text",
+    "a1": "1.0: equal A1 signature",
+    "a2": "1.0: equal A2 signature",
+    "a3": "1.0: equal A3 signature",
+    "a4": "1.0: equal A4 signature",
+    "a5": "1.0: equal A5 signature",
+    "a6": "shared supershingles / 6, for documents sharing a megashingle",
+    "a6_36": "shared supershingles / 6, for documents sharing a megashingle",
+    "a7": "share of the 11 LexRand signatures that are equal (at least one)",
+    "a8": "1.0: equal A8 signature",
+    "a9": "1.0: equal A9 bit vector",
+    "a10": "1.0: equal A10 signature",
+    "a11": "exact Jaccard (>= threshold) of pairs in one A11 chain window",
+    "a12": "shared word signatures / 5, for pairs passing A12's rules",
+}
+
+def pair_methods(settings: Settings) -> list[str]:
+    """The pair methods an index computes: ``jaccard`` when shingles and min-hash are on,
+    and every enabled fingerprint method that defines pairs."""
+    on = set(settings.methods)
+    out = ["jaccard"] if {"shingles", "minhash"} <= on else []
+    return out + [m for m in settings.methods if m in PAIR_METHODS and m != "jaccard"]
+
+
+# -- keys --------------------------------------------------------------------
+
+
+@functools.cache
+def lsh_params(threshold: float, perms: int, target: float = 0.999) -> tuple[int, int]:
+    """``(bands, rows)``: the most rows per band (fewest chance candidates) for which a pair
+    of Jaccard ``threshold`` becomes a candidate with probability >= ``target``."""
+    best = (perms, 1)
+    for rows in range(1, perms + 1):
+        bands = perms // rows
+        if 1 - (1 - threshold**rows) ** bands >= target:
+            best = (bands, rows)
+    return best
+
+
+_M1 = np.uint64(0x9E3779B185EBCA87)
+_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(33))
+    h = h * _M2
+    return h ^ (h >> np.uint64(29))
+
+
+def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """``(n_docs, bands)`` keys: band ``j`` hashes positions ``j*rows .. j*rows+rows-1`` with ``j``."""
+    n = sig.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(bands):
+            h = np.full(n, np.uint64(j + 1) * _M1, dtype=np.uint64)
+            for r in range(rows):
+                h = _mix(h ^ sig[:, j * rows + r]) * _M1
+            out[:, j] = _mix(h)
+    return out
+
+
+@functools.cache
+def simhash_plan(bits: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]] | None:
+    """``(blocks, tables)`` for pairs within ``bits`` bits, or None past ``MAX_TABLE_BITS``.
+
+    ``blocks``: ``(shift, width)`` of contiguous bit ranges covering 64 bits;
+    ``tables``: which blocks each table keys on (``B - bits`` of the ``B``). Up
+    to 3 bits, ``B = bits + 1`` (one block per table, 16 bits or more); from 4
+    to 7, ``B = bits + 2`` (two blocks per table, 14 bits or more).
+    """
+    if bits > MAX_TABLE_BITS:
+        return None
+    n_blocks = bits + 1 if bits <= 3 else bits + 2
+    edges = [round(64 * i / n_blocks) for i in range(n_blocks + 1)]
+    blocks = tuple((edges[i], edges[i + 1] - edges[i]) for i in range(n_blocks))
+    tables = tuple(itertools.combinations(range(n_blocks), n_blocks - bits))
+    return blocks, tables
+
+
+def simhash_keys(values: np.ndarray, bits: int) -> np.ndarray:
+    """``(n_docs, tables)`` keys of ``simhash_plan(bits)``: a table's key is the table's
+    number and the bits of its blocks (everything else masked), hashed."""
+    plan = simhash_plan(bits)
+    assert plan is not None
+    blocks, tables = plan
+    v = np.asarray(values, dtype=np.uint64)
+    out = np.empty((v.size, len(tables)), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for t, chosen in enumerate(tables):
+            mask = 0
+            for b in chosen:
+                shift, width = blocks[b]
+                mask |= ((1 << width) - 1) << shift
+            out[:, t] = _mix((v & np.uint64(mask)) ^ (np.uint64(t + 1) * _M1)) * _M2
+    return out
+
+
+def prefix_lengths(sizes: np.ndarray, threshold: float) -> np.ndarray:
+    """Prefix-filter lengths ``size - ceil(t * size) + 1`` (0 for empty sets)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    need = np.ceil(threshold * sizes - 1e-9).astype(np.int64)
+    return np.where(sizes > 0, sizes - need + 1, 0)
+
+
+# -- reading fingerprints back ----------------------------------------------
+
+
+def _lists(con, table: str, column: str, lo: int, hi: int) -> tuple[np.ndarray, pa.Array]:
+    t = con.sql(f"SELECT doc_id, {column} FROM {table} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+    return t.column("doc_id").to_numpy(), t.column(column).combine_chunks()
+
+
+def _flat(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow.compute as pc
+
+    lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64)
+    return col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64), lens
+
+
+def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{table: (keys, doc_ids)}`` of the pair generators for documents ``lo..hi``,
+    from their catalog rows (so crash recovery derives them the same way)."""
+    from .fingerprints import posting_keys
+
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    on = set(settings.methods)
+    if "minhash" in on:
+        ids, col = _lists(con, "fp_minhash", "signature", lo, hi)
+        if ids.size:
+            bands, rows = lsh_params(settings.threshold, settings.minhash_perms)
+            flat, _ = _flat(col)
+            sig = flat.reshape(ids.size, settings.minhash_perms)
+            keys = band_keys(sig, bands, rows)
+            ok = ~(sig == EMPTY).any(axis=1)
+            out["lsh"] = (keys[ok].ravel(), np.repeat(ids[ok], bands).astype(np.uint64))
+    for m in ("simhash", "simhash_hp"):
+        if m in on and simhash_plan(settings.simhash_bits) is not None:
+            t = con.sql(f"SELECT doc_id, simhash FROM fp_{m} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+            ids = t.column("doc_id").to_numpy()
+            keys = simhash_keys(t.column("simhash").to_numpy(), settings.simhash_bits)
+            out[f"{m}_tables"] = (keys.ravel(), np.repeat(ids, keys.shape[1]).astype(np.uint64))
+    if "bottomk" in on:
+        ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
+        flat, lens = _flat(col)
+        pre = prefix_lengths(lens, settings.threshold)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
+        take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
+        out["bottomk_prefix"] = (flat[take], np.repeat(ids, pre).astype(np.uint64))
+        if "a11" in on:
+            out["a11"] = (flat, np.repeat(ids, lens).astype(np.uint64))
+    for m, (column, kind) in POSTINGS.items():
+        if m in on:
+            t = con.sql(f"SELECT doc_id, {column} FROM fp_{m} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+            out[m] = posting_keys(kind, t.column(column).combine_chunks(), t.column("doc_id").to_numpy())
+    if "a12" in on:
+        ids, col = _lists(con, "fp_a12", "ss", lo, hi)
+        flat, lens = _flat(col)
+        out["a12_ss"] = (flat, np.repeat(ids, lens).astype(np.uint64))
+    return out
+
+
+# -- candidate pairs from keys ------------------------------------------------
+
+
+def _encode(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+
+
+def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct pairs ``(a, b)``, ``a < b``, of documents sharing a key, at least one of them
+    new: ``keys``/``docs`` are the new documents' keys (ids >= ``lo``); older partners
+    (ids < ``lo``) come from ``postings[table]``."""
+    if keys.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if int(docs.max()) >= 1 << 32:
+        raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
+    order = np.lexsort((docs, keys))
+    k, d = keys[order], docs[order].astype(np.int64)
+    codes = []
+    # within the batch: each element with each later element of its key group
+    same = k[1:] == k[:-1]
+    step = 1
+    while same.size and same.any():
+        i = np.flatnonzero(same)
+        codes.append(_encode(d[i], d[i + step]))
+        step += 1
+        same = same[:-1] & (k[step:] == k[: k.size - step])
+    # against older documents
+    uk, first = np.unique(k, return_index=True)
+    found = postings.get_many(table, uk.tolist()) if postings is not None else {}
+    if found:
+        bounds = np.r_[first, k.size]
+        pos = {int(x): j for j, x in enumerate(uk.tolist())}
+        for key, ids in found.items():
+            old = ids[ids < lo].astype(np.int64)
+            if old.size == 0:
+                continue
+            j = pos[key]
+            new = np.unique(d[bounds[j] : bounds[j + 1]])
+            codes.append(_encode(np.repeat(old, new.size), np.tile(new, old.size)))
+    if not codes:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    code = np.unique(np.concatenate(codes))
+    a, b = _decode(code)
+    keep = a != b
+    return a[keep], b[keep]
+
+
+# -- verification -------------------------------------------------------------
+
+
+def _fetch(con, table: str, columns: str, ids: np.ndarray) -> pa.Table:
+    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(ids), pa.int64())}))
+    try:
+        return con.sql(f"SELECT f.doc_id, {columns} FROM {table} f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id").to_arrow_table()
+    finally:
+        con.unregister("want_ids")
+
+
+def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
+    return np.searchsorted(ids_sorted, want)
+
+
+def shingle_jaccard(con, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of the stored word-shingle sets of each pair."""
+    from . import kernels
+
+    if a.size == 0:
+        return np.zeros(0)
+    t = _fetch(con, "fp_shingles", "f.hashes", np.concatenate([a, b]))
+    ids = t.column("doc_id").to_numpy()
+    blobs = t.column("hashes").combine_chunks().cast(pa.large_binary())
+    offs = np.frombuffer(blobs.buffers()[1], dtype=np.int64)[blobs.offset : blobs.offset + len(blobs) + 1] // 8
+    data = np.frombuffer(blobs.buffers()[2], dtype=">u8").astype(np.uint64) if len(blobs) else np.zeros(0, np.uint64)
+    data = data[offs[0] :] if offs.size else data
+    offs = offs - offs[0]
+    return kernels.pair_jaccard(data, offs, _rows_of(ids, a), _rows_of(ids, b))
+
+
+def _matrix(con, table: str, column: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = _fetch(con, table, f"f.{column}", ids)
+    flat, lens = _flat(t.column(column).combine_chunks())
+    return t.column("doc_id").to_numpy(), flat, lens
+
+
+def minhash_similarity(con, a: np.ndarray, b: np.ndarray, perms: int) -> np.ndarray:
+    ids, flat, _ = _matrix(con, "fp_minhash", "signature", np.concatenate([a, b]))
+    sig = flat.reshape(ids.size, perms)
+    return (sig[_rows_of(ids, a)] == sig[_rows_of(ids, b)]).mean(axis=1)
+
+
+def bottomk_similarity(con, a: np.ndarray, b: np.ndarray, settings: Settings) -> np.ndarray:
+    """Broder's resemblance estimate from the bottom-k sketches of each pair."""
+    from . import kernels
+    from .fingerprints import sketches
+
+    ids, flat, lens = _matrix(con, "fp_bottomk", "sketch", np.concatenate([a, b]))
+    k = settings.bottomk
+    if settings.permutation != "universal":  # sketches list original hashes in permuted order
+        flat = sketches.permute(flat, 0, 1, settings.seed, settings.permutation)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    return kernels.pair_bottomk(flat, offs, _rows_of(ids, a), _rows_of(ids, b), k)
+
+
+def _simhash_distance(con, table: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    t = _fetch(con, table, "f.simhash", np.concatenate([a, b]))
+    ids, v = t.column("doc_id").to_numpy(), t.column("simhash").to_numpy().astype(np.uint64)
+    return np.bitwise_count(v[_rows_of(ids, a)] ^ v[_rows_of(ids, b)]).astype(np.int64)
+
+
+def _shared_lists(con, table: str, column: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many values each pair's two lists share."""
+    ids, flat, lens = _matrix(con, table, column, np.concatenate([a, b]))
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    ra, rb = _rows_of(ids, a), _rows_of(ids, b)
+    return np.array([np.intersect1d(flat[offs[x] : offs[x + 1]], flat[offs[y] : offs[y + 1]]).size for x, y in zip(ra.tolist(), rb.tolist())], dtype=np.int64)
+
+
+# -- one batch ------------------------------------------------------------------
+
+
+def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
+                     timings: dict[str, float] | None = None) -> dict[str, int]:
+    """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
+    own catalog rows must be written; ``postings`` holds the older documents' keys and
+    may hold more: only ids below ``lo`` are read from it). Returns pairs per method."""
+    methods = pair_methods(settings)
+    if not methods or hi < lo:
+        return {}
+    t0 = time.perf_counter()
+    keys = candidate_postings(con, lo, hi, settings)
+    t_keys = time.perf_counter()
+    found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+        if table not in cache:
+            k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
+            cache[table] = key_pairs(k, d, lo, postings, table)
+        return cache[table]
+
+    t = settings.threshold
+    for m in methods:
+        if m == "jaccard":
+            a, b = cand("lsh")
+            sim = shingle_jaccard(con, a, b)
+            keep = sim >= t - 1e-12
+        elif m == "minhash":
+            a, b = cand("lsh")
+            sim = minhash_similarity(con, a, b, settings.minhash_perms) if a.size else np.zeros(0)
+            keep = sim >= t - 1e-12
+        elif m == "bottomk":
+            a, b = cand("bottomk_prefix")
+            sim = bottomk_similarity(con, a, b, settings) if a.size else np.zeros(0)
+            keep = sim >= t - 1e-12
+        elif m in ("simhash", "simhash_hp"):
+            if simhash_plan(settings.simhash_bits) is None:
+                sql = query("chains", "simhash_window_pairs").replace("FP_TABLE", f"fp_{m}")
+                r = con.sql(sql, params={"lo": lo, "hi": hi, "bits": settings.simhash_bits}).to_arrow_table()
+                a, b = r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy()
+                sim = r.column("similarity").to_numpy()
+                keep = np.ones(a.size, dtype=bool)
+            else:
+                a, b = cand(f"{m}_tables")
+                dist = _simhash_distance(con, f"fp_{m}", a, b) if a.size else np.zeros(0, np.int64)
+                sim = 1.0 - dist / 64.0
+                keep = dist <= settings.simhash_bits
+        elif m in ("a6", "a6_36"):
+            a, b = cand(m)
+            sim = _shared_lists(con, f"fp_{m}", "supershingles", a, b) / 6.0 if a.size else np.zeros(0)
+            keep = np.ones(a.size, dtype=bool)
+        elif m == "a7":
+            a, b = cand("a7")
+            sim = _shared_lists(con, "fp_a7", "keys", a, b) / 11.0 if a.size else np.zeros(0)
+            keep = np.ones(a.size, dtype=bool)
+        elif m in POSTINGS:
+            a, b = cand(m)
+            sim = np.ones(a.size)
+            keep = np.ones(a.size, dtype=bool)
+        elif m == "a11":
+            a, b = _chain_pairs(con, keys.get("a11"), lo, postings, "a11", "a11")
+            sim = shingle_jaccard(con, a, b)
+            keep = sim >= t - 1e-12
+        elif m == "a12":
+            a, b, sim = _a12_pairs(con, keys.get("a12_ss"), lo, postings)
+            keep = np.ones(a.size, dtype=bool)
+        else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
+            raise AssertionError(m)
+        found[m] = (a[keep], b[keep], np.asarray(sim, dtype=np.float64)[keep])
+    t_verify = time.perf_counter()
+    counts = {}
+    for m, (a, b, sim) in found.items():
+        counts[m] = int(a.size)
+        if a.size:
+            rows = pa.table({
+                "doc_a": pa.array(a, pa.int64()), "doc_b": pa.array(b, pa.int64()),
+                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(sim, pa.float64()),
+                "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
+            })
+            con.register("new_pairs", rows)
+            try:
+                con.execute("INSERT INTO duplicates BY NAME SELECT * FROM new_pairs")
+            finally:
+                con.unregister("new_pairs")
+    if timings is not None:
+        timings["candidate keys"] = timings.get("candidate keys", 0.0) + t_keys - t0
+        timings["candidates+verify"] = timings.get("candidates+verify", 0.0) + t_verify - t_keys
+        timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
+    return counts
+
+
+def _records(con, keys_docs, lo: int, postings, table: str, lengths_sql: str) -> pa.Table | None:
+    """``chain_records`` rows: for each key of the new documents, the new and older documents
+    holding it, with the length the chain orders by."""
+    if keys_docs is None or keys_docs[0].size == 0:
+        return None
+    k, d = keys_docs
+    k = k.astype(np.uint64)
+    d = d.astype(np.int64)
+    rec_k, rec_d = [k], [d]
+    uk = np.unique(k)
+    for key, ids in (postings.get_many(table, uk.tolist()) if postings is not None else {}).items():
+        old = ids[ids < lo].astype(np.int64)
+        if old.size:
+            rec_k.append(np.full(old.size, key, np.uint64))
+            rec_d.append(old)
+    kk, dd = np.concatenate(rec_k), np.concatenate(rec_d)
+    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(dd), pa.int64())}))
+    try:
+        lens = con.sql(lengths_sql).to_arrow_table()
+    finally:
+        con.unregister("want_ids")
+    lid = lens.column("doc_id").to_numpy()
+    lv = lens.column("len").to_numpy()
+    return pa.table({
+        "key": pa.array(kk, pa.uint64()), "doc_id": pa.array(dd, pa.int64()),
+        "len": pa.array(lv[np.searchsorted(lid, dd)], pa.int32()), "is_new": pa.array(dd >= lo),
+    })
+
+
+def _chain_pairs(con, keys_docs, lo: int, postings, table: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    lengths = {
+        # A11: a document's length is its number of words
+        "a11": "SELECT d.doc_id, d.n_words AS len FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id ORDER BY d.doc_id",
+        # A12: its number of words of three letters or more (003 section 6.2)
+        "a12": "SELECT f.doc_id, f.len FROM fp_a12 f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id",
+    }[kind]
+    recs = _records(con, keys_docs, lo, postings, table, lengths)
+    if recs is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    con.register("chain_records", recs)
+    try:
+        con.execute(query("chains", "chain_members"), {"ratio": CHAIN_RATIO})
+        r = con.sql(query("chains", "chain_pairs"), params={"ratio": CHAIN_RATIO}).to_arrow_table()
+    finally:
+        con.unregister("chain_records")
+        con.execute("DROP TABLE IF EXISTS chain_members")
+    return r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy()
+
+
+def _a12_pairs(con, keys_docs, lo: int, postings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a, b = _chain_pairs(con, keys_docs, lo, postings, "a12_ss", "a12")
+    if a.size == 0:
+        return a, b, np.zeros(0)
+    con.register("chain_pair", pa.table({"doc_a": pa.array(a, pa.int64()), "doc_b": pa.array(b, pa.int64())}))
+    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(np.concatenate([a, b])), pa.int64())}))
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE a12_rows AS SELECT f.doc_id, f.ss, f.ws, f.num FROM fp_a12 f SEMI JOIN want_ids w ON f.doc_id = w.doc_id")
+        r = con.sql(query("chains", "a12_pairs"), params={"num_ratio": SENTENCE_RATIO}).to_arrow_table()
+    finally:
+        con.unregister("chain_pair")
+        con.unregister("want_ids")
+        con.execute("DROP TABLE IF EXISTS a12_rows")
+    return r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy(), r.column("similarity").to_numpy()
+
+
+def expected_candidate_rate(threshold: float, perms: int, jaccard: float) -> float:
+    """Probability that a pair of this Jaccard becomes an LSH candidate (docs and tests)."""
+    bands, rows = lsh_params(threshold, perms)
+    return 1 - (1 - jaccard**rows) ** bands
+
+
+__all__ = [
+    "PAIR_METHODS", "pair_methods", "lsh_params", "band_keys", "simhash_plan", "simhash_keys", "prefix_lengths",
+    "candidate_postings", "key_pairs", "find_batch_pairs", "shingle_jaccard", "expected_candidate_rate",
+]
+
+
+def rebuild_pairs(con, settings: Settings, timings: dict[str, float] | None = None) -> dict[str, int]:
+    """Recompute ``duplicates`` from the current fingerprints, batch by batch in commit order
+    (each pair keeps the batch that completes it), inside the caller's transaction. Older
+    documents' keys are kept in memory as the batches are replayed."""
+    from .store.postings import MemoryPostings
+
+    con.execute("DELETE FROM duplicates")
+    seen = MemoryPostings()
+    total: dict[str, int] = {}
+    batches = con.execute(
+        "SELECT batch_id, first_doc_id, last_doc_id FROM batches "
+        "WHERE status = 'committed' AND first_doc_id IS NOT NULL ORDER BY batch_id"
+    ).fetchall()
+    for batch_id, lo, hi in batches:
+        for m, n in find_batch_pairs(con, seen, lo, hi, batch_id, settings, timings).items():
+            total[m] = total.get(m, 0) + n
+        seen.apply_batch(batch_id, candidate_postings(con, lo, hi, settings))
+    return total
