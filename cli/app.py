@@ -222,6 +222,8 @@ def _print_summary(res: IngestResult) -> None:
         f"{mb:.1f} MB in {res.seconds:.2f} s ({rate:.1f} MB/s)",
         highlight=False,
     )
+    if res.pairs:
+        out.print("  new duplicate pairs: " + ", ".join(f"{m} {n}" for m, n in res.pairs.items()), highlight=False)
     for r in res.rejects[:5]:
         err.print(f"  rejected {r.message()}", highlight=False, markup=False)
     if res.n_rejected > 5:
@@ -235,7 +237,7 @@ def sql(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json (one object per line) or tsv.")] = "table",
     max_rows: Annotated[int, typer.Option(help="At most this many rows in table format.")] = 200,
 ) -> None:
-    """Run SQL over documents, batches, rejects (and later duplicates, clusters). See docs/sql.md."""
+    """Run SQL over documents, batches, rejects, fingerprints and duplicates. See docs/sql.md."""
     if fmt not in ("table", "csv", "json", "tsv"):
         err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
         raise typer.Exit(2)
@@ -274,7 +276,7 @@ def rebuild(
     index: IndexOpt = DEFAULT_INDEX,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
-    """Recompute every fingerprint from the stored texts with the current collection statistics."""
+    """Recompute every fingerprint and duplicate pair from the stored texts with the current collection statistics."""
     from neardup.rebuild import rebuild_fingerprints
 
     try:
@@ -283,6 +285,8 @@ def rebuild(
         _fail(exc)
     if not quiet:
         out.print(f"rebuilt {', '.join(r.methods)} for {r.n_docs} documents in {r.seconds:.2f} s", highlight=False)
+        if r.pairs:
+            out.print("duplicate pairs: " + ", ".join(f"{m} {n}" for m, n in r.pairs.items()), highlight=False)
 
 
 @app.command()
@@ -295,6 +299,7 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
     out.print(f"[bold]index[/] {i.path}  (schema version {i.schema_version})", highlight=False)
     out.print("[bold]settings[/] " + ", ".join(f"{k}={v}" for k, v in sorted(i.settings.items())), highlight=False)
     out.print("[bold]counts[/] " + ", ".join(f"{k}={v}" for k, v in i.counts.items()), highlight=False)
+    out.print("[bold]duplicate pairs[/] " + (", ".join(f"{k}={v}" for k, v in i.pairs.items()) or "none"), highlight=False)
     out.print(
         f"[bold]postings[/] up to batch {i.postings_applied_batch}; keys: "
         + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),

@@ -397,7 +397,7 @@ def pair_jaccard(data, offs, ra, rb):
             else:
                 j += 1
         union = na + nb - inter
-        out[p] = inter / union if union > 0 else 1.0
+        out[p] = inter / union if union > 0 else 0.0
     return out
 
 

@@ -39,6 +39,8 @@ class IndexInfo:
     batches: list[dict[str, Any]]
     postings_applied_batch: int
     postings_keys: dict[str, int]
+    #: pairs per pair method in ``duplicates``
+    pairs: dict[str, int]
 
 
 def info(index: Index, n_batches: int = 10) -> IndexInfo:
@@ -54,6 +56,7 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
         cur = con.execute(query("catalog", "recent_batches"), [n_batches])
         names = [d[0] for d in cur.description]
         batches = [dict(zip(names, r)) for r in cur.fetchall()]
+        pairs = dict(con.execute(query("catalog", "pairs_per_method")).fetchall())
     applied, keys = 0, {}
     if index.postings_path.exists():
         p = LmdbPostings(index.postings_path, readonly=True)
@@ -62,4 +65,4 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
             keys = p.stats()
         finally:
             p.close()
-    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys)
+    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys, pairs)

@@ -81,6 +81,10 @@ SELECT
     (SELECT count(*) FROM rejects)                   AS rejects,
     (SELECT coalesce(sum(n_bytes), 0) FROM documents) AS text_bytes;
 
+-- name: pairs_per_method
+-- Duplicate pairs per pair method, for `neardup info`.
+SELECT method, count(*) AS pairs FROM duplicates GROUP BY method ORDER BY method;
+
 -- name: recent_batches
 -- The newest batches, newest first.
 SELECT batch_id, source, status, n_docs, n_unchanged, n_skipped, n_rejected,

@@ -1,0 +1,254 @@
+"""Candidate generators, verification and incremental pairs (neardup.pairs) against exact answers."""
+
+from __future__ import annotations
+
+import random
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import Index, exact, pairs
+from neardup.ingest import ingest
+from neardup.rebuild import rebuild_fingerprints
+from neardup.settings import Settings
+from neardup.sqlfiles import query
+
+from .conftest import write_jsonl
+from .snapshot import content, snapshot
+
+
+def corpus(n_base: int = 12, variants: int = 4, n_words: int = 120, seed: int = 1) -> list[dict]:
+    """Base texts of random words, each with variants of 0-5% words replaced (some also cut short) (so pairs
+    on both sides of 0.8 Jaccard), shuffled; plus a few unrelated short texts."""
+    rnd = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    recs = []
+    for b in range(n_base):
+        base = [rnd.choice(vocab) for _ in range(n_words + rnd.randrange(-30, 30))]
+        recs.append(base)
+        for _ in range(variants):
+            v = list(base)
+            for _ in range(int(len(v) * rnd.uniform(0, 0.05))):
+                v[rnd.randrange(len(v))] = rnd.choice(vocab)
+            if rnd.random() < 0.3:
+                v = v[: int(len(v) * rnd.uniform(0.88, 1.0))]
+            recs.append(v)
+    recs += [[rnd.choice(vocab) for _ in range(15)] for _ in range(5)]
+    rnd.shuffle(recs)
+    out = []
+    for i, ws in enumerate(recs):
+        sents = [" ".join(ws[j : j + 8]) + "." for j in range(0, len(ws), 8)]
+        out.append({"url": f"https://e.org/{i}", "text": " ".join(sents)})
+    return out
+
+
+def found(con, method: str) -> dict[tuple[int, int], float]:
+    return {(a, b): s for a, b, s in con.execute("SELECT doc_a, doc_b, similarity FROM duplicates WHERE method = ?", [method]).fetchall()}
+
+
+def texts_by_id(con) -> tuple[list[int], list[str]]:
+    rows = con.execute("SELECT doc_id, text FROM documents ORDER BY doc_id").fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pairs")
+    recs = corpus()
+    idx = Index(root / "idx")
+    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a6_36", "a11", "a12"), bottomk=32)
+    # three batches: pairs within a batch and across batches
+    for k, part in enumerate((recs[:20], recs[20:45], recs[45:])):
+        ingest(idx, str(write_jsonl(root / f"b{k}.jsonl", part)), create_with=s)
+    return idx, s
+
+
+def test_lsh_parameters_are_the_most_rows_that_keep_recall():
+    assert pairs.lsh_params(0.8, 100) == (20, 5)
+    for t, perms in [(0.5, 64), (0.8, 128), (0.9, 100), (0.95, 200)]:
+        bands, rows = pairs.lsh_params(t, perms)
+        assert bands == perms // rows
+        assert 1 - (1 - t**rows) ** bands >= 0.999
+        more = rows + 1
+        assert 1 - (1 - t**more) ** (perms // more) < 0.999
+
+
+@settings(max_examples=200)
+@given(st.integers(0, 7), st.integers(0, 2**64 - 1), st.data())
+def test_simhash_tables_catch_every_pair_within_the_budget(bits, x, data):
+    flips = data.draw(st.sets(st.integers(0, 63), max_size=bits))
+    y = x
+    for f in flips:
+        y ^= 1 << f
+    kx, ky = pairs.simhash_keys(np.array([x, y], dtype=np.uint64), bits)
+    assert (kx == ky).any()
+
+
+@given(st.lists(st.sets(st.integers(0, 30), max_size=12), max_size=14), st.sampled_from([0.3, 0.5, 0.8, 1.0]))
+def test_exact_all_pairs_equals_brute_force(sets, t):
+    arrs = [np.array(sorted(s), dtype=np.int64) for s in sets]
+    assert exact.all_pairs(arrs, t) == exact.brute_force(arrs, t)
+
+
+def test_jaccard_pairs_are_exactly_the_pairs_over_the_threshold(indexed):
+    idx, s = indexed
+    with idx.reader() as con:
+        ids, texts = texts_by_id(con)
+        truth = {(ids[i], ids[j]): v for i, j, v in exact.all_pairs(exact.shingle_sets(texts, s), s.threshold)}
+        got = found(con, "jaccard")
+    assert len(truth) > 20  # the corpus has pairs on both sides of the threshold
+    assert set(got) <= set(truth)  # precision 1: every pair verified on the full sets
+    for p, v in got.items():
+        assert v == pytest.approx(truth[p])
+    assert len(got) / len(truth) >= 0.99
+
+
+def test_a11_finds_the_over_threshold_pairs_within_its_length_window(indexed):
+    idx, s = indexed
+    with idx.reader() as con:
+        ids, texts = texts_by_id(con)
+        n_words = dict(con.execute("SELECT doc_id, n_words FROM documents").fetchall())
+        truth = {(ids[i], ids[j]) for i, j, _ in exact.all_pairs(exact.shingle_sets(texts, s), s.threshold)}
+        got = set(found(con, "a11"))
+    assert got <= truth
+    in_window = {p for p in truth if max(n_words[p[0]], n_words[p[1]]) <= pairs.CHAIN_RATIO * min(n_words[p[0]], n_words[p[1]])}
+    assert len(got & in_window) / len(in_window) >= 0.95
+
+
+def test_bottomk_pairs_equal_the_brute_force_estimate(indexed):
+    idx, s = indexed
+    with idx.reader() as con:
+        sk = dict(con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall())
+        got = found(con, "bottomk")
+    want = {}
+    docs = sorted(sk)
+    for i, a in enumerate(docs):
+        for b in docs[i + 1 :]:
+            union = sorted(set(sk[a]) | set(sk[b]))[: s.bottomk]
+            est = len(set(union) & set(sk[a]) & set(sk[b])) / len(union)
+            if est >= s.threshold:
+                want[(a, b)] = est
+    assert want and got.keys() == want.keys()
+    for p in want:
+        assert got[p] == pytest.approx(want[p])
+
+
+@pytest.mark.parametrize("method", ["simhash", "simhash_hp"])
+def test_simhash_pairs_equal_the_brute_force_hamming_pairs(indexed, method):
+    idx, s = indexed
+    with idx.reader() as con:
+        h = dict(con.execute(f"SELECT doc_id, simhash FROM fp_{method}").fetchall())
+        got = found(con, method)
+    docs = sorted(h)
+    want = {(a, b): 1 - bin(h[a] ^ h[b]).count("1") / 64 for i, a in enumerate(docs) for b in docs[i + 1 :] if bin(h[a] ^ h[b]).count("1") <= s.simhash_bits}
+    assert want and got == pytest.approx(want)
+
+
+def test_minhash_pairs_have_exact_signature_agreement(indexed):
+    idx, s = indexed
+    with idx.reader() as con:
+        sig = {d: np.array(v, dtype=np.uint64) for d, v in con.execute("SELECT doc_id, signature FROM fp_minhash").fetchall()}
+        got = found(con, "minhash")
+    docs = sorted(sig)
+    want = {(a, b): float((sig[a] == sig[b]).mean()) for i, a in enumerate(docs) for b in docs[i + 1 :] if (sig[a] == sig[b]).mean() >= s.threshold}
+    assert want and set(got) <= set(want)
+    assert len(got) / len(want) >= 0.99
+    for p in got:
+        assert got[p] == pytest.approx(want[p])
+
+
+def test_equal_key_pairs_are_the_pairs_with_equal_signatures(indexed):
+    idx, _ = indexed
+    with idx.reader() as con:
+        md5 = dict(con.execute("SELECT doc_id, md5 FROM fp_a0").fetchall())
+        mega = {d: set(v) for d, v in con.execute("SELECT doc_id, megashingles FROM fp_a6_36").fetchall()}
+        got0, got6 = found(con, "a0"), found(con, "a6_36")
+    docs = sorted(md5)
+    assert got0 and got6
+    assert set(got0) == {(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :] if md5[a] == md5[b]}
+    assert set(got6) == {(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :] if mega[a] & mega[b]}
+
+
+@pytest.mark.parametrize("n_batches", [4, 16])
+def test_any_batch_split_gives_the_same_pairs(tmp_path, n_batches):
+    recs = corpus(n_base=8, variants=3, seed=5)
+    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a4", "a6_36", "a8", "a11", "a12"), bottomk=32)
+    one = Index(tmp_path / "one")
+    ingest(one, str(write_jsonl(tmp_path / "all.jsonl", recs)), create_with=s)
+    many = Index(tmp_path / "many")
+    step = -(-len(recs) // n_batches)
+    for k in range(0, len(recs), step):
+        ingest(many, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + step])), create_with=s)
+    a, b = content(snapshot(one.path)), content(snapshot(many.path))
+    assert len(a["duplicates"]) > 0
+    assert a["duplicates"] == b["duplicates"]
+
+
+def test_rebuild_finds_the_same_pairs_in_the_same_batches(tmp_path):
+    recs = corpus(n_base=6, variants=3, seed=9)
+    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "a0", "a11", "a12"), bottomk=32)
+    idx = Index(tmp_path / "i")
+    for k in range(0, len(recs), 10):
+        ingest(idx, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + 10])), create_with=s)
+    before = snapshot(idx.path)["duplicates"]
+    res = rebuild_fingerprints(idx)
+    assert snapshot(idx.path)["duplicates"] == before
+    assert sum(res.pairs.values()) == len(before)
+
+
+def test_simhash_window_for_large_budgets_is_exact_inside_the_window(tmp_path):
+    recs = corpus(n_base=6, variants=3, seed=3)
+    s = Settings(methods=("shingles", "minhash", "simhash"), simhash_bits=12)
+    idx = Index(tmp_path / "i")
+    for k in range(0, len(recs), 9):
+        ingest(idx, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + 9])), create_with=s)
+    with idx.reader() as con:
+        rows = con.execute("SELECT doc_id, simhash, n_words FROM fp_simhash JOIN documents USING (doc_id) ORDER BY doc_id").fetchall()
+        got = found(con, "simhash")
+    want = {}
+    for i, (a, ha, na) in enumerate(rows):
+        for b, hb, nb in rows[i + 1 :]:
+            d = bin(ha ^ hb).count("1")
+            if d <= 12 and max(na, nb) <= 1.2 * min(na, nb):
+                want[(a, b)] = 1 - d / 64
+    assert len(want) > 0
+    assert got == pytest.approx(want)
+
+
+def test_chains_split_where_neighbours_differ_by_more_than_the_ratio():
+    con = duckdb.connect()
+    recs = pa.table({
+        "key": pa.array([7, 7, 7, 7, 9, 9], pa.uint64()),
+        "doc_id": pa.array([1, 2, 3, 4, 1, 5], pa.int64()),
+        "len": pa.array([100, 110, 130, 131, 100, 114], pa.int32()),
+        "is_new": pa.array([False, False, True, True, True, False]),
+    })
+    con.register("chain_records", recs)
+    con.execute(query("chains", "chain_members"), {"ratio": 1.15})
+    chains = con.execute("SELECT key, doc_id, chain FROM chain_members ORDER BY key, doc_id").fetchall()
+    assert chains == [(7, 1, 1), (7, 2, 1), (7, 3, 2), (7, 4, 2), (9, 1, 1), (9, 5, 1)]
+    got = con.execute(query("chains", "chain_pairs"), {"ratio": 1.15}).fetchall()
+    # (1,2) is old-old: already compared by an earlier batch; 110 -> 130 breaks the chain
+    assert got == [(1, 5), (3, 4)]
+
+
+def test_a12_rules():
+    con = duckdb.connect()
+    rows = pa.table({
+        "doc_id": pa.array([1, 2, 3, 4, 5, 6], pa.int64()),
+        "ss": pa.array([[10, 11, 12], [10, 20, 21], [30, 11, 12], [40, 11, 12], [10, 11, 12], [10, 11, 12]], pa.list_(pa.uint32())),
+        "ws": pa.array([[1, 2, 3, 4, 5], [1, 2, 9, 9, 9], [1, 2, 3, 8, 8], [1, 2, 3, 4, 5], [1, 7, 7, 7, 7], [1, 2, 3, 4, 5]], pa.list_(pa.uint32())),
+        "num": pa.array([10, 11, 10, 3, 10, 13], pa.int32()),
+    })
+    con.register("a12_rows", rows)
+    cand = pa.table({"doc_a": pa.array([1, 1, 1, 1, 1], pa.int64()), "doc_b": pa.array([2, 3, 4, 5, 6], pa.int64())})
+    con.register("chain_pair", cand)
+    got = {(a, b): s for a, b, s in con.execute(query("chains", "a12_pairs"), {"num_ratio": 1.2}).fetchall()}
+    # 2: same longest sentence, 2 word signatures shared; 3: ss2 and ss3 shared, more than 5 sentences;
+    # 4: fewer than 6 sentences and a different longest one (and 10/3 sentences); 5: one word signature;
+    # 6: 13/10 sentences exceed the 1.20 ratio
+    assert got == {(1, 2): pytest.approx(2 / 5), (1, 3): pytest.approx(3 / 5)}
