@@ -100,6 +100,64 @@ def build_jsonl(mb: int, seed: int = 2) -> Path:
     return out
 
 
+def _sentence_pool() -> list[str]:
+    """Every sentence-like line of the fixture texts (real prose, code and lists)."""
+    pool = []
+    with open(ROOT / "fixtures" / "text" / "docs.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            for part in re.split(r"(?<=[.!?])\s+|\n+", json.loads(line)["text"]):
+                if len(part.split()) >= 4:
+                    pool.append(part.strip())
+    return sorted(set(pool))
+
+
+def _edit(words: list[str], rnd: random.Random, rate: float) -> list[str]:
+    """Replace, delete or insert about ``rate`` of the words (a third each)."""
+    out = []
+    for w in words:
+        r = rnd.random()
+        if r < rate / 3:
+            out.append(f"w{rnd.randrange(100000)}")
+        elif r < 2 * rate / 3:
+            continue
+        elif r < rate:
+            out += [w, f"w{rnd.randrange(100000)}"]
+        else:
+            out.append(w)
+    return out
+
+
+def build_dedup_jsonl(n_docs: int, seed: int = 3) -> Path:
+    """``n_docs`` documents for pair benchmarks: originals made of fixture sentences drawn at
+    random (so unrelated documents still share common lines), and for a third of them
+    1-4 edited copies with 0-6% of their words replaced, deleted or inserted — pairs on
+    both sides of Jaccard 0.8 — all shuffled. Written to benchmarks/data/dedup-N.jsonl."""
+    out = DATA / f"dedup-{n_docs}.jsonl"
+    if out.exists():
+        return out
+    DATA.mkdir(parents=True, exist_ok=True)
+    pool = _sentence_pool()
+    rnd = random.Random(seed)
+    docs: list[list[str]] = []
+    while len(docs) < n_docs:
+        words = []
+        target = rnd.randrange(80, 1500)
+        while len(words) < target:
+            words += rnd.choice(pool).split()
+        docs.append(words)
+        if rnd.random() < 1 / 3:
+            for _ in range(rnd.randrange(1, 5)):
+                docs.append(_edit(words, rnd, rnd.uniform(0, 0.06)))
+    docs = docs[:n_docs]
+    rnd.shuffle(docs)
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for i, words in enumerate(docs):
+            fh.write(json.dumps({"url": f"https://bench.example/{i}", "text": " ".join(words)}, ensure_ascii=False) + "\n")
+    tmp.rename(out)
+    return out
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=60)

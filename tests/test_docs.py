@@ -54,11 +54,13 @@ def test_sql_examples_in_the_docs_run(tmp_path):
     doc = (ROOT / "docs" / "sql.md").read_text()
     examples = doc.split("## Examples", 1)[1]
     statements = [s.strip() for s in re.sub(r"^\s*--.*$", "", examples, flags=re.MULTILINE).split(";") if s.strip()]
-    assert len(statements) == 5
+    assert len(statements) == 9
     with Index(tmp_path / "i").reader() as con:
         results = [con.execute(s).fetchall() for s in statements]
     assert len(results[0]) == 5
     assert results[1], "the fixture crawl holds exact copies under other urls"
+    assert [r[0] for r in results[5]] == ["bottomk", "jaccard", "minhash", "simhash"]
+    assert results[7], "the url of the example has near-duplicates in the fixture crawl"
 
 
 def test_every_engine_package_is_listed_in_pyproject():
