@@ -127,12 +127,13 @@ def _edit(words: list[str], rnd: random.Random, rate: float) -> list[str]:
     return out
 
 
-def build_dedup_jsonl(n_docs: int, seed: int = 3) -> Path:
+def build_dedup_jsonl(n_docs: int, seed: int = 3, max_words: int = 1500) -> Path:
     """``n_docs`` documents for pair benchmarks: originals made of fixture sentences drawn at
     random (so unrelated documents still share common lines), and for a third of them
     1-4 edited copies with 0-6% of their words replaced, deleted or inserted — pairs on
-    both sides of Jaccard 0.8 — all shuffled. Written to benchmarks/data/dedup-N.jsonl."""
-    out = DATA / f"dedup-{n_docs}.jsonl"
+    both sides of Jaccard 0.8 — all shuffled. Originals have 80 to ``max_words`` words.
+    Written to benchmarks/data/dedup-N.jsonl (dedup-N-wM.jsonl for another ``max_words``)."""
+    out = DATA / (f"dedup-{n_docs}.jsonl" if max_words == 1500 else f"dedup-{n_docs}-w{max_words}.jsonl")
     if out.exists():
         return out
     DATA.mkdir(parents=True, exist_ok=True)
@@ -141,7 +142,7 @@ def build_dedup_jsonl(n_docs: int, seed: int = 3) -> Path:
     docs: list[list[str]] = []
     while len(docs) < n_docs:
         words = []
-        target = rnd.randrange(80, 1500)
+        target = rnd.randrange(80, max_words)
         while len(words) < target:
             words += rnd.choice(pool).split()
         docs.append(words)

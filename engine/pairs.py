@@ -156,11 +156,26 @@ def simhash_keys(values: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
-def prefix_lengths(sizes: np.ndarray, threshold: float) -> np.ndarray:
-    """Prefix-filter lengths ``size - ceil(t * size) + 1`` (0 for empty sets)."""
+def prefix_lengths(sizes: np.ndarray, threshold: float, shared: int = 1) -> np.ndarray:
+    """Prefix-filter lengths ``size - ceil(t * size) + shared``, at most ``size``.
+
+    Two sorted sets that must share ``o >= ceil(t * size)`` values (for each of
+    the two sizes) share at least ``min(shared, o)`` values among these
+    prefixes: the j-th common value sits at most ``size - o`` places after
+    position j in either set.
+    """
     sizes = np.asarray(sizes, dtype=np.int64)
     need = np.ceil(threshold * sizes - 1e-9).astype(np.int64)
-    return np.where(sizes > 0, sizes - need + 1, 0)
+    return np.minimum(np.where(sizes > 0, sizes - need + shared, 0), sizes)
+
+
+def _small_sketches(con, ids: np.ndarray, threshold: float) -> np.ndarray:
+    """Of ``ids``, the documents whose sketch needs fewer than 2 shared values."""
+    if ids.size == 0:
+        return ids
+    t = _fetch(con, "fp_bottomk", "len(f.sketch) AS n", ids)
+    n = t.column("n").to_numpy()
+    return t.column("doc_id").to_numpy()[np.ceil(threshold * n - 1e-9) < 2]
 
 
 # -- reading fingerprints back ----------------------------------------------
@@ -203,7 +218,7 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
     if "bottomk" in on:
         ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
         flat, lens = _flat(col)
-        pre = prefix_lengths(lens, settings.threshold)
+        pre = prefix_lengths(lens, settings.threshold, shared=2)
         starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
         take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
         out["bottomk_prefix"] = (flat[take], np.repeat(ids, pre).astype(np.uint64))
@@ -231,12 +246,15 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
-def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct pairs ``(a, b)``, ``a < b``, of documents sharing a key, at least one of them
-    new: ``keys``/``docs`` are the new documents' keys (ids >= ``lo``); older partners
+def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,
+              min_shared: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct pairs ``(a, b)``, ``a < b``, of documents sharing at least ``min_shared`` keys,
+    at least one of them new, and how many keys each shares: ``keys``/``docs`` are the new
+    documents' keys (ids >= ``lo``, a key at most once per document); older partners
     (ids < ``lo``) come from ``postings[table]``."""
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     if keys.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return none
     if int(docs.max()) >= 1 << 32:
         raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
     order = np.lexsort((docs, keys))
@@ -264,11 +282,14 @@ def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str)
             new = np.unique(d[bounds[j] : bounds[j + 1]])
             codes.append(_encode(np.repeat(old, new.size), np.tile(new, old.size)))
     if not codes:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    code = np.unique(np.concatenate(codes))
-    a, b = _decode(code)
-    keep = a != b
-    return a[keep], b[keep]
+        return none
+    code = np.concatenate(codes)
+    code.sort()
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    shared = np.diff(np.r_[starts, code.size])
+    a, b = _decode(code[starts])
+    keep = (a != b) & (shared >= min_shared)
+    return a[keep], b[keep], shared[keep]
 
 
 # -- verification -------------------------------------------------------------
@@ -361,7 +382,12 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
         if table not in cache:
             k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-            cache[table] = key_pairs(k, d, lo, postings, table)
+            a, b, shared = key_pairs(k, d, lo, postings, table)
+            if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
+                small = _small_sketches(con, np.unique(np.concatenate([a, b])), settings.threshold)
+                ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
+                a, b = a[ok], b[ok]
+            cache[table] = (a, b)
         return cache[table]
 
     t = settings.threshold

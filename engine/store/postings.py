@@ -167,11 +167,10 @@ class LmdbPostings(Postings):
         out: dict[int, np.ndarray] = {}
         if db is None:
             return out
+        kb = np.asarray(list(keys), dtype=np.uint64).astype(_KEY_DTYPE).tobytes()
         with self.env.begin(db=db) as txn:
-            for k in keys:
-                v = txn.get(_key(k))
-                if v is not None:
-                    out[int(k)] = np.frombuffer(v, dtype=_ID_DTYPE).astype(np.uint64)
+            for k, v in txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)]):
+                out[int.from_bytes(k, "big")] = np.frombuffer(v, dtype=_ID_DTYPE).astype(np.uint64)
         return out
 
     def applied_batch(self) -> int:
@@ -185,7 +184,7 @@ class LmdbPostings(Postings):
     def apply_batch(self, batch_id, postings):
         if batch_id <= self.applied_batch():
             return
-        grouped = {t: list(group_postings(k, i)) for t, (k, i) in postings.items()}
+        grouped = {t: _group_bytes(k, i) for t, (k, i) in postings.items()}
         while True:
             try:
                 self._write(batch_id, grouped)
@@ -193,22 +192,22 @@ class LmdbPostings(Postings):
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
-    def _write(self, batch_id: int, grouped: dict[str, list[tuple[int, np.ndarray]]]) -> None:
+    def _write(self, batch_id: int, grouped: dict[str, tuple[list[bytes], list[bytes]]]) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
         dbs = {t: self._db(t, create=True) for t in grouped}
         with self.env.begin(write=True) as txn:
-            for table, items in grouped.items():
-                db = dbs[table]
-                for k, new in items:
-                    kb = _key(k)
-                    old = txn.get(kb, db=db)
-                    if old is None:
-                        txn.put(kb, new.astype(_ID_DTYPE).tobytes(), db=db)
-                    else:
-                        _check_append(old, new, table, k)
-                        txn.put(kb, bytes(old) + new.astype(_ID_DTYPE).tobytes(), db=db)
+            for table, (keys, values) in grouped.items():
+                cur = txn.cursor(db=dbs[table])
+                old = dict(cur.getmulti(keys)) if keys else {}
+                if old:
+                    for i, kb in enumerate(keys):
+                        prev = old.get(kb)
+                        if prev is not None:
+                            _check_append(prev, values[i], table, int.from_bytes(kb, "big"))
+                            values[i] = bytes(prev) + values[i]
+                cur.putmulti(zip(keys, values))
                 crashpoint("lmdb-mid-write")
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
@@ -247,10 +246,29 @@ def _key(k: int) -> bytes:
     return int(k).to_bytes(8, "big")
 
 
-def _check_append(old: bytes, new: np.ndarray, table: str, key: int) -> None:
+def _check_append(old: bytes, new: bytes, table: str, key: int) -> None:
     last = int.from_bytes(bytes(old)[-8:], "little")
-    if int(new[0]) <= last:
-        raise ValueError(f"posting {table}/{key}: doc id {int(new[0])} does not follow {last}")
+    first = int.from_bytes(new[:8], "little")
+    if first <= last:
+        raise ValueError(f"posting {table}/{key}: doc id {first} does not follow {last}")
+
+
+def _group_bytes(keys: np.ndarray, doc_ids: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+    """``group_postings`` as LMDB records: big-endian keys and little-endian id lists, in key order."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    doc_ids = np.asarray(doc_ids, dtype=np.uint64)
+    if keys.size == 0:
+        return [], []
+    order = np.lexsort((doc_ids, keys))
+    k, d = keys[order], doc_ids[order]
+    keep = np.ones(k.size, dtype=bool)
+    keep[1:] = (k[1:] != k[:-1]) | (d[1:] != d[:-1])
+    k, d = k[keep], d[keep]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    ends = np.r_[starts[1:], k.size] * 8
+    kb = k[starts].astype(_KEY_DTYPE).tobytes()
+    vb = d.astype(_ID_DTYPE).tobytes()
+    return [kb[i : i + 8] for i in range(0, len(kb), 8)], [vb[a:b] for a, b in zip((starts * 8).tolist(), ends.tolist())]
 
 
 def _append(old: np.ndarray, new: np.ndarray, table: str, key: int) -> np.ndarray:
