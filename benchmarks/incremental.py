@@ -36,7 +36,9 @@ print(json.dumps({"seconds": r.seconds, "pairs": r.pairs, "timings": r.timings})
 
 
 def ingest_timed(path: Path, index: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index)], check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index)], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"ingest of {path} into {index} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -252,3 +252,19 @@ def test_a12_rules():
     # 4: fewer than 6 sentences and a different longest one (and 10/3 sentences); 5: one word signature;
     # 6: 13/10 sentences exceed the 1.20 ratio
     assert got == {(1, 2): pytest.approx(2 / 5), (1, 3): pytest.approx(3 / 5)}
+
+
+@settings(max_examples=8)
+@given(st.lists(st.integers(1, 28), max_size=4, unique=True))
+def test_pairs_do_not_depend_on_where_batches_split(tmp_path_factory, cuts):
+    """Hypothesis picks the batch boundaries; every split gives the pairs of one batch."""
+    recs = corpus(n_base=6, variants=3, seed=11)[:29]
+    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "a0", "a6_36", "a11", "a12"), bottomk=32)
+    root = tmp_path_factory.mktemp("split")
+    one = Index(root / "one")
+    ingest(one, str(write_jsonl(root / "all.jsonl", recs)), create_with=s)
+    many = Index(root / "many")
+    bounds = [0, *sorted(cuts), len(recs)]
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        ingest(many, str(write_jsonl(root / f"p{k}.jsonl", recs[lo:hi])), create_with=s)
+    assert content(snapshot(one.path))["duplicates"] == content(snapshot(many.path))["duplicates"]

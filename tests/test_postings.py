@@ -74,4 +74,9 @@ def test_full_map_grows_instead_of_failing(tmp_path, monkeypatch):
     assert store.env.info()["map_size"] > 64 << 10
     assert store.get("t", int(keys[123])).tolist() == [124]
     assert store.stats() == {"t": n}
+    # appending to existing keys can fill the map again: the retried write must not append twice
+    size = store.env.info()["map_size"]
+    store.apply_batch(2, {"t": (np.concatenate([keys, keys]), np.arange(n + 1, 3 * n + 1, dtype=np.uint64))})
+    assert store.env.info()["map_size"] > size
+    assert store.get("t", int(keys[123])).tolist() == [124, n + 124, 2 * n + 124]
     store.close()

@@ -201,13 +201,15 @@ class LmdbPostings(Postings):
             for table, (keys, values) in grouped.items():
                 cur = txn.cursor(db=dbs[table])
                 old = dict(cur.getmulti(keys)) if keys else {}
-                if old:
+                merged = values
+                if old:  # a new list: this write may be retried with a larger map
+                    merged = list(values)
                     for i, kb in enumerate(keys):
                         prev = old.get(kb)
                         if prev is not None:
                             _check_append(prev, values[i], table, int.from_bytes(kb, "big"))
-                            values[i] = bytes(prev) + values[i]
-                cur.putmulti(zip(keys, values))
+                            merged[i] = bytes(prev) + values[i]
+                cur.putmulti(zip(keys, merged))
                 crashpoint("lmdb-mid-write")
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
