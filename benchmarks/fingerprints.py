@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import build_jsonl  # noqa: E402
 
 from neardup import fingerprints, text  # noqa: E402
-from neardup.settings import TABLE_METHODS, Settings  # noqa: E402
+from neardup.settings import METHODS, Settings  # noqa: E402
 
 
 def datasketch_minhash(texts: list[str]) -> None:
@@ -95,7 +95,7 @@ def main() -> None:
     # statistics-based lexical methods finish in SQL at the end of a batch: measured by ingest_speed.py, not here
     from neardup.fingerprints.lexical import STATS_METHODS
 
-    configs += [(m, Settings(methods=(m,))) for m in TABLE_METHODS if m not in ("bottomk", "minhash", "simhash", "simhash_hp", "shingles", *STATS_METHODS)]
+    configs += [(m, Settings(methods=(m,))) for m in METHODS if m not in ("bottomk", "minhash", "simhash", "simhash_hp", "shingles", *STATS_METHODS)]
     configs.append(("default methods together", Settings()))
     for name, s in configs:
         t = timed(run_all, s, runs=a.runs)

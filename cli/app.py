@@ -15,7 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from neardup import NeardupError, ReadOptions, Settings, __version__
-from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_sketch
+from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
 from neardup.ingest import IngestResult, ingest
 from neardup.query import info as index_info
 from neardup.query import run_sql
@@ -78,15 +78,20 @@ PermsOpt = Annotated[int | None, typer.Option(help="Permutations of the minhash 
 PermutationOpt = Annotated[str | None, typer.Option(help="Permutation scheme: universal or matrix (the seeds' binary matrices) [default: universal].")]
 ThresholdOpt = Annotated[float | None, typer.Option(help="Jaccard threshold of the duplicate pairs (word-shingle sets) [default: 0.8].")]
 SimhashBitsOpt = Annotated[int | None, typer.Option(help="Simhash pairs differ in at most this many of 64 bits [default: 3].")]
+PairsOpt = Annotated[
+    str | None,
+    typer.Option(help="Pair methods computed at ingest, comma-separated, or 'all' (every one the fingerprint methods allow) [default: jaccard,simhash]."),
+]
 
 
 def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                   threshold=None, simhash_bits=None) -> dict:
+                   threshold=None, simhash_bits=None, pairs=None) -> dict:
     """The settings given on the command line (None for those not given)."""
+    method_list = parse_methods(methods) if methods is not None else None
     return {
         "min_words": min_words,
         "seed": seed,
-        "methods": parse_methods(methods) if methods is not None else None,
+        "methods": method_list,
         "shingle_size": shingle_size,
         "shingle_offset": shingle_offset,
         "char_shingle_size": char_shingle_size,
@@ -95,6 +100,7 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "permutation": permutation,
         "threshold": threshold,
         "simhash_bits": simhash_bits,
+        "pairs": parse_pairs(pairs, method_list) if pairs is not None else None,
     }
 
 
@@ -116,6 +122,7 @@ def init(
     permutation: PermutationOpt = None,
     threshold: ThresholdOpt = None,
     simhash_bits: SimhashBitsOpt = None,
+    pairs: PairsOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
@@ -123,7 +130,7 @@ def init(
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
         s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                                         threshold, simhash_bits))
+                                         threshold, simhash_bits, pairs))
         with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
@@ -157,6 +164,7 @@ def ingest_cmd(
     permutation: PermutationOpt = None,
     threshold: ThresholdOpt = None,
     simhash_bits: SimhashBitsOpt = None,
+    pairs: PairsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op.
@@ -168,7 +176,7 @@ def ingest_cmd(
     failed = False
     try:
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                               threshold, simhash_bits)
+                               threshold, simhash_bits, pairs)
         if idx.exists():
             idx.settings().check_overrides(given)
         create = _new_settings(given)

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from .fingerprints import POSTINGS
-from .settings import Settings
+from .settings import PAIR_METHODS, Settings
 from .sqlfiles import query
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -51,35 +51,10 @@ SENTENCE_RATIO = 1.20
 #: beyond this many bits, simhash pairs come from report 002's length window
 MAX_TABLE_BITS = 7
 
-#: pair method -> what its ``similarity`` is
-PAIR_METHODS: dict[str, str] = {
-    "jaccard": "exact Jaccard of the word-shingle sets (>= threshold); candidates from min-hash LSH bands",
-    "minhash": "share of equal min-hash positions (>= threshold); candidates from LSH bands",
-    "bottomk": "Broder's estimate |k-min(A u B) n A n B| / |k-min(A u B)| from the bottom-k sketches (>= threshold)",
-    "simhash": "1 - d/64 for simhashes d <= simhash_bits bits apart",
-    "simhash_hp": "1 - d/64 for hyperplane simhashes d <= simhash_bits bits apart",
-    "a0": "1.0: equal MD5 of the preprocessed text",
-    "a1": "1.0: equal A1 signature",
-    "a2": "1.0: equal A2 signature",
-    "a3": "1.0: equal A3 signature",
-    "a4": "1.0: equal A4 signature",
-    "a5": "1.0: equal A5 signature",
-    "a6": "shared supershingles / 6, for documents sharing a megashingle",
-    "a6_36": "shared supershingles / 6, for documents sharing a megashingle",
-    "a7": "share of the 11 LexRand signatures that are equal (at least one)",
-    "a8": "1.0: equal A8 signature",
-    "a9": "1.0: equal A9 bit vector",
-    "a10": "1.0: equal A10 signature",
-    "a11": "exact Jaccard (>= threshold) of pairs in one A11 chain window",
-    "a12": "shared word signatures / 5, for pairs passing A12's rules",
-}
 
 def pair_methods(settings: Settings) -> list[str]:
-    """The pair methods an index computes: ``jaccard`` when shingles and min-hash are on,
-    and every enabled fingerprint method that defines pairs."""
-    on = set(settings.methods)
-    out = ["jaccard"] if {"shingles", "minhash"} <= on else []
-    return out + [m for m in settings.methods if m in PAIR_METHODS and m != "jaccard"]
+    """The pair methods an index computes (``settings.pairs``), in a fixed order."""
+    return [m for m in PAIR_METHODS if m in settings.pairs]
 
 
 # -- keys --------------------------------------------------------------------
@@ -199,8 +174,8 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
     from .fingerprints import posting_keys
 
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    on = set(settings.methods)
-    if "minhash" in on:
+    on = set(settings.pairs)
+    if on & {"jaccard", "minhash"}:
         ids, col = _lists(con, "fp_minhash", "signature", lo, hi)
         if ids.size:
             bands, rows = lsh_params(settings.threshold, settings.minhash_perms)
@@ -215,13 +190,14 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
             ids = t.column("doc_id").to_numpy()
             keys = simhash_keys(t.column("simhash").to_numpy(), settings.simhash_bits)
             out[f"{m}_tables"] = (keys.ravel(), np.repeat(ids, keys.shape[1]).astype(np.uint64))
-    if "bottomk" in on:
+    if on & {"bottomk", "a11"}:
         ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
         flat, lens = _flat(col)
-        pre = prefix_lengths(lens, settings.threshold, shared=2)
-        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
-        take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
-        out["bottomk_prefix"] = (flat[take], np.repeat(ids, pre).astype(np.uint64))
+        if "bottomk" in on:
+            pre = prefix_lengths(lens, settings.threshold, shared=2)
+            starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
+            take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
+            out["bottomk_prefix"] = (flat[take], np.repeat(ids, pre).astype(np.uint64))
         if "a11" in on:
             out["a11"] = (flat, np.repeat(ids, lens).astype(np.uint64))
     for m, (column, kind) in POSTINGS.items():
@@ -268,19 +244,19 @@ def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,
         codes.append(_encode(d[i], d[i + step]))
         step += 1
         same = same[:-1] & (k[step:] == k[: k.size - step])
-    # against older documents
+    # against older documents: every old id of a key with every new document holding it
     uk, first = np.unique(k, return_index=True)
-    found = postings.get_many(table, uk.tolist()) if postings is not None else {}
-    if found:
-        bounds = np.r_[first, k.size]
-        pos = {int(x): j for j, x in enumerate(uk.tolist())}
-        for key, ids in found.items():
-            old = ids[ids < lo].astype(np.int64)
-            if old.size == 0:
-                continue
-            j = pos[key]
-            new = np.unique(d[bounds[j] : bounds[j + 1]])
-            codes.append(_encode(np.repeat(old, new.size), np.tile(new, old.size)))
+    if postings is not None:
+        which, old = postings.get_flat(table, uk)
+        keep = old < np.uint64(lo)
+        which, old = which[keep], old[keep].astype(np.int64)
+        if old.size:
+            size = np.diff(np.r_[first, k.size])  # new documents per key
+            rep = size[which]
+            a = np.repeat(old, rep)
+            within = np.arange(a.size) - np.repeat(np.cumsum(rep) - rep, rep)
+            b = d[np.repeat(first[which], rep) + within]
+            codes.append(_encode(a, b))
     if not codes:
         return none
     code = np.concatenate(codes)

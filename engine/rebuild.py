@@ -21,7 +21,7 @@ import pyarrow as pa
 from . import fingerprints, pairs, text
 from .fingerprints import lexical
 from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
-from .settings import TABLE_METHODS
+from .settings import METHODS
 from .sqlfiles import query
 from .store.index import Index
 
@@ -48,7 +48,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
         crashpoint("batch-start")
         con.execute("BEGIN TRANSACTION")
         try:
-            for m in TABLE_METHODS:
+            for m in METHODS:
                 con.execute(f"DELETE FROM fp_{m}")
             con.execute("DELETE FROM doc_terms")
             con.execute("DELETE FROM term_stats")

@@ -29,18 +29,39 @@ METHODS: dict[str, str] = {
     "a9": "A9 DescrWords: bit vector of support words above their own relative-TF thresholds",
     "a10": "A10 OptFreq: CRC32 of the 6 terms of largest TF*IDF_opt, alphabetical",
     "a12": "A12 3+5 records: signatures of the 3 longest sentences and 5 longest words, length, sentences",
-    "a11": "A11 decomposition: length-ordered chains of documents sharing a bottom-k shingle (pairs only)",
 }
 
-#: methods that only define pairs (no ``fp_<method>`` table)
-PAIR_ONLY_METHODS = frozenset({"a11"})
-#: methods with an ``fp_<method>`` table
-TABLE_METHODS = tuple(m for m in METHODS if m not in PAIR_ONLY_METHODS)
+#: Pair methods (rows of ``duplicates``) and what their ``similarity`` is (docs/pairs.md).
+PAIR_METHODS: dict[str, str] = {
+    "jaccard": "exact Jaccard of the word-shingle sets (>= threshold); candidates from min-hash LSH bands",
+    "minhash": "share of equal min-hash positions (>= threshold); candidates from LSH bands",
+    "bottomk": "Broder's estimate |k-min(A u B) n A n B| / |k-min(A u B)| from the bottom-k sketches (>= threshold)",
+    "simhash": "1 - d/64 for simhashes d <= simhash_bits bits apart",
+    "simhash_hp": "1 - d/64 for hyperplane simhashes d <= simhash_bits bits apart",
+    "a0": "1.0: equal MD5 of the preprocessed text",
+    "a1": "1.0: equal A1 signature",
+    "a2": "1.0: equal A2 signature",
+    "a3": "1.0: equal A3 signature",
+    "a4": "1.0: equal A4 signature",
+    "a5": "1.0: equal A5 signature",
+    "a6": "shared supershingles / 6, for documents sharing a megashingle",
+    "a6_36": "shared supershingles / 6, for documents sharing a megashingle",
+    "a7": "share of the 11 LexRand signatures that are equal (at least one)",
+    "a8": "1.0: equal A8 signature",
+    "a9": "1.0: equal A9 bit vector",
+    "a10": "1.0: equal A10 signature",
+    "a11": "exact Jaccard (>= threshold) of pairs in one A11 chain window (decomposition over bottom-k shingles)",
+    "a12": "shared word signatures / 5, for pairs passing A12's rules",
+}
+#: fingerprint methods a pair method reads (otherwise the one of its own name)
+PAIR_REQUIRES: dict[str, tuple[str, ...]] = {"jaccard": ("shingles", "minhash"), "a11": ("shingles", "bottomk")}
+#: pair methods computed by default, where their fingerprints are enabled
+DEFAULT_PAIRS = ("jaccard", "simhash")
 
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
 PERMUTATIONS = ("universal", "matrix")
 #: methods computed from word hashes and counts alone (no word or sentence positions)
-SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars", "a11"})
+SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars"})
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,7 @@ class Settings:
     permutation: str = "universal"
     threshold: float = 0.8
     simhash_bits: int = 3
+    pairs: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -88,8 +110,16 @@ class Settings:
         object.__setattr__(self, "threshold", float(self.threshold))
         if not isinstance(self.simhash_bits, int) or isinstance(self.simhash_bits, bool) or not 0 <= self.simhash_bits <= 32:
             raise SettingsMismatch(f"simhash_bits must be an integer in [0, 32], got {self.simhash_bits!r}", hint="pass --simhash-bits 3 (5, 10, 15 as in report 002)")
-        if "a11" in self.methods and not {"shingles", "bottomk"} <= set(self.methods):
-            raise SettingsMismatch("method a11 chains documents by their bottom-k shingles and verifies on the full sets", hint="enable shingles and bottomk with it")
+        if self.pairs is None:
+            object.__setattr__(self, "pairs", tuple(p for p in DEFAULT_PAIRS if set(requires(p)) <= set(self.methods)))
+        object.__setattr__(self, "pairs", tuple(self.pairs))
+        unknown = [p for p in self.pairs if p not in PAIR_METHODS]
+        if unknown:
+            raise SettingsMismatch(f"unknown pair method(s) {', '.join(unknown)}", hint=f"choose from {', '.join(PAIR_METHODS)}")
+        for p in self.pairs:
+            missing = [m for m in requires(p) if m not in self.methods]
+            if missing:
+                raise SettingsMismatch(f"pair method {p} needs the fingerprint method(s) {', '.join(missing)}", hint=f"add {','.join(missing)} to --methods")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
 
@@ -116,6 +146,22 @@ class Settings:
         if bad:
             desc = ", ".join(f"{k}={v!r} (index has {stored.get(k)!r})" for k, v in bad.items())
             raise SettingsMismatch(f"settings differ from the index: {desc}")
+
+
+def requires(pair_method: str) -> tuple[str, ...]:
+    """The fingerprint methods a pair method reads."""
+    return PAIR_REQUIRES.get(pair_method, (pair_method,))
+
+
+def parse_pairs(text: str, methods: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """``"jaccard,a12"`` -> ``("jaccard", "a12")``; ``"all"``: every pair method whose
+    fingerprints are in ``methods`` (the defaults when None)."""
+    if text.strip() == "all":
+        on = set(methods or DEFAULT_METHODS)
+        return tuple(p for p in PAIR_METHODS if set(requires(p)) <= on)
+    if text.strip() == "":
+        return ()
+    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 def parse_methods(text: str) -> tuple[str, ...]:

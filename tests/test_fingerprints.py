@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from neardup import fingerprints, text
 from neardup.fingerprints import hashing, rcdl, sketches
 from neardup.fingerprints import simhash as sim
-from neardup.settings import METHODS, TABLE_METHODS, Settings
+from neardup.settings import METHODS, Settings
 
 M64 = (1 << 64) - 1
 
@@ -226,8 +226,7 @@ def test_ingest_stores_every_method_and_postings_rebuild_identically(tmp_path):
     with idx.reader() as con:
         n = con.execute("SELECT count(*) FROM documents").fetchone()[0]
         for m in methods:
-            if m in TABLE_METHODS:
-                assert con.execute(f"SELECT count(*) FROM fp_{m}").fetchone()[0] == n, m
+            assert con.execute(f"SELECT count(*) FROM fp_{m}").fetchone()[0] == n, m
         assert con.execute("SELECT count(*) FROM fp_chars").fetchone()[0] == 0
         dup_md5 = con.execute("SELECT count(*) FROM (SELECT md5 FROM fp_a0 GROUP BY md5 HAVING count(*) > 1)").fetchone()[0]
         assert dup_md5 > 0  # the fixture crawl has exact copies

@@ -14,11 +14,17 @@ from hypothesis import strategies as st
 from neardup import Index, exact, pairs
 from neardup.ingest import ingest
 from neardup.rebuild import rebuild_fingerprints
-from neardup.settings import Settings
+from neardup.settings import Settings, parse_pairs
 from neardup.sqlfiles import query
 
 from .conftest import write_jsonl
 from .snapshot import content, snapshot
+
+
+
+def every_pair(methods: tuple[str, ...], **kw) -> Settings:
+    """Settings computing every pair method these fingerprints allow."""
+    return Settings(methods=methods, pairs=parse_pairs("all", methods), **kw)
 
 
 def corpus(n_base: int = 12, variants: int = 4, n_words: int = 120, seed: int = 1) -> list[dict]:
@@ -60,7 +66,7 @@ def indexed(tmp_path_factory):
     root = tmp_path_factory.mktemp("pairs")
     recs = corpus()
     idx = Index(root / "idx")
-    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a6_36", "a11", "a12"), bottomk=32)
+    s = every_pair(("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a6_36", "a12"), bottomk=32)
     # three batches: pairs within a batch and across batches
     for k, part in enumerate((recs[:20], recs[20:45], recs[45:])):
         ingest(idx, str(write_jsonl(root / f"b{k}.jsonl", part)), create_with=s)
@@ -176,7 +182,7 @@ def test_equal_key_pairs_are_the_pairs_with_equal_signatures(indexed):
 @pytest.mark.parametrize("n_batches", [4, 16])
 def test_any_batch_split_gives_the_same_pairs(tmp_path, n_batches):
     recs = corpus(n_base=8, variants=3, seed=5)
-    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a4", "a6_36", "a8", "a11", "a12"), bottomk=32)
+    s = every_pair(("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a4", "a6_36", "a8", "a12"), bottomk=32)
     one = Index(tmp_path / "one")
     ingest(one, str(write_jsonl(tmp_path / "all.jsonl", recs)), create_with=s)
     many = Index(tmp_path / "many")
@@ -190,7 +196,7 @@ def test_any_batch_split_gives_the_same_pairs(tmp_path, n_batches):
 
 def test_rebuild_finds_the_same_pairs_in_the_same_batches(tmp_path):
     recs = corpus(n_base=6, variants=3, seed=9)
-    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "a0", "a11", "a12"), bottomk=32)
+    s = every_pair(("shingles", "bottomk", "minhash", "simhash", "a0", "a12"), bottomk=32)
     idx = Index(tmp_path / "i")
     for k in range(0, len(recs), 10):
         ingest(idx, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + 10])), create_with=s)
@@ -259,7 +265,7 @@ def test_a12_rules():
 def test_pairs_do_not_depend_on_where_batches_split(tmp_path_factory, cuts):
     """Hypothesis picks the batch boundaries; every split gives the pairs of one batch."""
     recs = corpus(n_base=6, variants=3, seed=11)[:29]
-    s = Settings(methods=("shingles", "bottomk", "minhash", "simhash", "a0", "a6_36", "a11", "a12"), bottomk=32)
+    s = every_pair(("shingles", "bottomk", "minhash", "simhash", "a0", "a6_36", "a12"), bottomk=32)
     root = tmp_path_factory.mktemp("split")
     one = Index(root / "one")
     ingest(one, str(write_jsonl(root / "all.jsonl", recs)), create_with=s)
@@ -268,3 +274,15 @@ def test_pairs_do_not_depend_on_where_batches_split(tmp_path_factory, cuts):
     for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
         ingest(many, str(write_jsonl(root / f"p{k}.jsonl", recs[lo:hi])), create_with=s)
     assert content(snapshot(one.path))["duplicates"] == content(snapshot(many.path))["duplicates"]
+
+
+def test_pair_settings_are_checked_against_the_fingerprints():
+    from neardup.errors import SettingsMismatch
+
+    assert Settings().pairs == ("jaccard", "simhash")
+    assert Settings(methods=("shingles", "bottomk")).pairs == ()
+    assert parse_pairs("all", ("shingles", "bottomk", "a12")) == ("bottomk", "a11", "a12")
+    with pytest.raises(SettingsMismatch, match="a11 needs the fingerprint method"):
+        Settings(methods=("shingles", "minhash"), pairs=("a11",))
+    with pytest.raises(SettingsMismatch, match="unknown pair method"):
+        Settings(pairs=("nope",))

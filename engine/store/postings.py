@@ -61,6 +61,18 @@ class Postings:
                 out[int(k)] = ids
         return out
 
+    def get_flat(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For many keys at once: ``(which, ids)``, every stored id of ``keys[which[i]]``,
+        grouped by key in the order of ``keys``."""
+        which, ids = [], []
+        for i, k in enumerate(np.asarray(keys, dtype=np.uint64).tolist()):
+            v = self.get(table, k)
+            which.append(np.full(v.size, i, np.int64))
+            ids.append(v)
+        if not ids:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return np.concatenate(which), np.concatenate(ids).astype(np.uint64)
+
     def applied_batch(self) -> int:
         """Last batch id whose postings are stored (0 for none)."""
         raise NotImplementedError
@@ -172,6 +184,21 @@ class LmdbPostings(Postings):
             for k, v in txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)]):
                 out[int.from_bytes(k, "big")] = np.frombuffer(v, dtype=_ID_DTYPE).astype(np.uint64)
         return out
+
+    def get_flat(self, table, keys):
+        db = self._db(table)
+        keys = np.asarray(keys, dtype=np.uint64)
+        if db is None or keys.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        kb = keys.astype(_KEY_DTYPE).tobytes()
+        pos = {kb[i : i + 8]: i // 8 for i in range(0, len(kb), 8)}
+        with self.env.begin(db=db) as txn:
+            hits = txn.cursor().getmulti(list(pos))
+        if not hits:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        which = np.repeat(np.array([pos[bytes(k)] for k, _ in hits], np.int64), [len(v) // 8 for _, v in hits])
+        ids = np.frombuffer(b"".join(bytes(v) for _, v in hits), dtype=_ID_DTYPE).astype(np.uint64)
+        return which, ids
 
     def applied_batch(self) -> int:
         db = self._db(_META.decode())
