@@ -2,9 +2,11 @@
 
 Two back ends share one small interface: ``LmdbPostings`` (the real one, an
 LMDB environment in the index folder) and ``MemoryPostings`` (a dict, for fast
-tests). Both store a posting list as little-endian uint64 doc ids in
-ascending order. Doc ids grow with every batch, so a batch only ever
-*appends* to a list, which keeps lists sorted without re-sorting.
+tests). A posting list is the ascending doc ids of a key. In LMDB each id is
+its own sorted duplicate of the key (``MDB_DUPSORT | MDB_DUPFIXED``, 8-byte
+big-endian ids), so adding a document to a long list costs a B-tree insert,
+not a rewrite of the list. Doc ids grow with every batch, so a batch only
+ever appends.
 
 The store also records ``applied_batch``: the last catalog batch whose
 postings it holds. The catalog is the source of truth; postings are derived
@@ -21,9 +23,12 @@ import lmdb
 import numpy as np
 
 _META = b"__meta__"
-_APPLIED = b"applied_batch"
-_KEY_DTYPE = np.dtype(">u8")  # big-endian keys sort numerically in LMDB
-_ID_DTYPE = np.dtype("<u8")
+#: format 2: one duplicate per id (format 1 stored a list per key, under unprefixed names)
+_APPLIED = b"applied_batch_v2"
+_MAX_ID = b"max_doc_id_v2"
+_PREFIX = "v2/"
+_KEY_DTYPE = np.dtype(">u8")  # big-endian keys and ids sort numerically in LMDB
+_VAL_DTYPE = np.dtype(">u8")
 
 
 def group_postings(keys: np.ndarray, doc_ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -157,112 +162,121 @@ class LmdbPostings(Postings):
     def _db(self, table: str, create: bool = False):
         db = self._dbs.get(table)
         if db is None:
-            name = table.encode("utf-8")
+            meta = table == _META.decode()
+            name = (table if meta else _PREFIX + table).encode("utf-8")
             if not create:
                 with self.env.begin() as txn:
                     if txn.get(name, db=None) is None:
                         return None
-            db = self.env.open_db(name, create=create)
+            db = self.env.open_db(name, create=create) if meta else self.env.open_db(name, create=create, dupsort=True, dupfixed=True)
             self._dbs[table] = db
         return db
 
-    def get(self, table: str, key: int) -> np.ndarray:
+    def _lookup(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(key, id)`` rows of the keys present, keys in ascending order."""
         db = self._db(table)
-        if db is None:
-            return np.empty(0, dtype=np.uint64)
-        with self.env.begin(db=db, buffers=True) as txn:
-            v = txn.get(_key(key))
-            return np.frombuffer(bytes(v), dtype=_ID_DTYPE).astype(np.uint64) if v is not None else np.empty(0, dtype=np.uint64)
+        keys = np.unique(np.asarray(keys, dtype=np.uint64))
+        if db is None or keys.size == 0:
+            return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+        kb = keys.astype(_KEY_DTYPE).tobytes()
+        with self.env.begin(db=db) as txn:
+            rows = txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)], dupdata=True, dupfixed_bytes=8)
+        if not rows:
+            return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+        k = np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64)
+        v = np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64)
+        return k, v
+
+    def get(self, table: str, key: int) -> np.ndarray:
+        return self._lookup(table, np.array([key], dtype=np.uint64))[1]
 
     def get_many(self, table, keys):
-        db = self._db(table)
-        out: dict[int, np.ndarray] = {}
-        if db is None:
-            return out
-        kb = np.asarray(list(keys), dtype=np.uint64).astype(_KEY_DTYPE).tobytes()
-        with self.env.begin(db=db) as txn:
-            for k, v in txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)]):
-                out[int.from_bytes(k, "big")] = np.frombuffer(v, dtype=_ID_DTYPE).astype(np.uint64)
-        return out
+        k, v = self._lookup(table, np.fromiter((int(x) for x in keys), dtype=np.uint64))
+        if k.size == 0:
+            return {}
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        return {int(k[s]): v[s:e] for s, e in zip(starts.tolist(), np.r_[starts[1:], k.size].tolist())}
 
     def get_flat(self, table, keys):
-        db = self._db(table)
         keys = np.asarray(keys, dtype=np.uint64)
-        if db is None or keys.size == 0:
+        k, v = self._lookup(table, keys)
+        if k.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        kb = keys.astype(_KEY_DTYPE).tobytes()
-        pos = {kb[i : i + 8]: i // 8 for i in range(0, len(kb), 8)}
-        with self.env.begin(db=db) as txn:
-            hits = txn.cursor().getmulti(list(pos))
-        if not hits:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        which = np.repeat(np.array([pos[bytes(k)] for k, _ in hits], np.int64), [len(v) // 8 for _, v in hits])
-        ids = np.frombuffer(b"".join(bytes(v) for _, v in hits), dtype=_ID_DTYPE).astype(np.uint64)
-        return which, ids
+        order = np.argsort(keys, kind="stable")
+        which = order[np.searchsorted(keys[order], k)]
+        o = np.argsort(which, kind="stable")
+        return which[o].astype(np.int64), v[o]
 
     def applied_batch(self) -> int:
+        return self._meta_int(_APPLIED)
+
+    def _max_id(self) -> int:
+        """The largest doc id stored (ids only grow, batch by batch)."""
+        return self._meta_int(_MAX_ID)
+
+    def _meta_int(self, key: bytes) -> int:
         db = self._db(_META.decode())
         if db is None:
             return 0
         with self.env.begin(db=db) as txn:
-            v = txn.get(_APPLIED)
+            v = txn.get(key)
             return int(v) if v is not None else 0
 
     def apply_batch(self, batch_id, postings):
         if batch_id <= self.applied_batch():
             return
-        grouped = {t: _group_bytes(k, i) for t, (k, i) in postings.items()}
+        grouped = {t: _sorted_pairs(k, i) for t, (k, i) in postings.items()}
+        last = self._max_id()
+        for table, (k, d) in grouped.items():
+            if d.size and int(d.min()) <= last:
+                i = int(np.argmin(d))
+                raise ValueError(f"posting {table}/{int(k[i])}: doc id {int(d[i])} does not follow {last}")
         while True:
             try:
-                self._write(batch_id, grouped)
+                self._write(batch_id, grouped, last)
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
-    def _write(self, batch_id: int, grouped: dict[str, tuple[list[bytes], list[bytes]]]) -> None:
+    def _write(self, batch_id: int, grouped: dict[str, tuple[np.ndarray, np.ndarray]], last: int) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
         dbs = {t: self._db(t, create=True) for t in grouped}
         with self.env.begin(write=True) as txn:
-            for table, (keys, values) in grouped.items():
-                cur = txn.cursor(db=dbs[table])
-                old = dict(cur.getmulti(keys)) if keys else {}
-                merged = values
-                if old:  # a new list: this write may be retried with a larger map
-                    merged = list(values)
-                    for i, kb in enumerate(keys):
-                        prev = old.get(kb)
-                        if prev is not None:
-                            _check_append(prev, values[i], table, int.from_bytes(kb, "big"))
-                            merged[i] = bytes(prev) + values[i]
-                cur.putmulti(zip(keys, merged))
+            for table, (k, d) in grouped.items():
+                kb = k.astype(_KEY_DTYPE).tobytes()
+                vb = d.astype(_VAL_DTYPE).tobytes()
+                txn.cursor(db=dbs[table]).putmulti(((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), dupdata=True)
                 crashpoint("lmdb-mid-write")
+            top = max((int(d.max()) for _, d in grouped.values() if d.size), default=0)
+            if top:
+                txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
 
-    def stats(self) -> dict[str, int]:
-        """Number of keys per table."""
+    def _tables(self) -> list[str]:
         with self.env.begin() as txn:
             names = [bytes(k).decode() for k, _ in txn.cursor()]
+        return sorted(n[len(_PREFIX) :] for n in names if n.startswith(_PREFIX))
+
+    def stats(self) -> dict[str, int]:
+        """Number of distinct keys per table."""
         out = {}
-        for name in sorted(names):
-            if name != _META.decode():
-                db = self._db(name)
-                with self.env.begin() as txn:
-                    out[name] = txn.stat(db)["entries"]
+        for name in self._tables():
+            db = self._db(name)
+            with self.env.begin(db=db) as txn:
+                out[name] = sum(1 for _ in txn.cursor().iternext_nodup(values=False))
         return out
 
     def dump(self):
         out: dict[str, dict[int, list[int]]] = {}
-        with self.env.begin() as txn:
-            names = [bytes(k).decode() for k, _ in txn.cursor()]
-        for name in sorted(names):
-            if name == _META.decode():
-                continue
+        for name in self._tables():
             db = self._db(name)
+            tab: dict[int, list[int]] = {}
             with self.env.begin(db=db) as txn:
-                tab = {int.from_bytes(bytes(k), "big"): np.frombuffer(bytes(v), dtype=_ID_DTYPE).tolist() for k, v in txn.cursor()}
+                for k, v in txn.cursor():
+                    tab.setdefault(int.from_bytes(bytes(k), "big"), []).append(int.from_bytes(bytes(v), "big"))
             if tab:
                 out[name] = tab
         return out
@@ -271,33 +285,15 @@ class LmdbPostings(Postings):
         self.env.close()
 
 
-def _key(k: int) -> bytes:
-    return int(k).to_bytes(8, "big")
-
-
-def _check_append(old: bytes, new: bytes, table: str, key: int) -> None:
-    last = int.from_bytes(bytes(old)[-8:], "little")
-    first = int.from_bytes(new[:8], "little")
-    if first <= last:
-        raise ValueError(f"posting {table}/{key}: doc id {first} does not follow {last}")
-
-
-def _group_bytes(keys: np.ndarray, doc_ids: np.ndarray) -> tuple[list[bytes], list[bytes]]:
-    """``group_postings`` as LMDB records: big-endian keys and little-endian id lists, in key order."""
+def _sorted_pairs(keys: np.ndarray, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``(key, id)`` rows sorted by key then id (LMDB inserts them fastest in order)."""
     keys = np.asarray(keys, dtype=np.uint64)
     doc_ids = np.asarray(doc_ids, dtype=np.uint64)
-    if keys.size == 0:
-        return [], []
     order = np.lexsort((doc_ids, keys))
     k, d = keys[order], doc_ids[order]
     keep = np.ones(k.size, dtype=bool)
     keep[1:] = (k[1:] != k[:-1]) | (d[1:] != d[:-1])
-    k, d = k[keep], d[keep]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    ends = np.r_[starts[1:], k.size] * 8
-    kb = k[starts].astype(_KEY_DTYPE).tobytes()
-    vb = d.astype(_ID_DTYPE).tobytes()
-    return [kb[i : i + 8] for i in range(0, len(kb), 8)], [vb[a:b] for a, b in zip((starts * 8).tolist(), ends.tolist())]
+    return k[keep], d[keep]
 
 
 def _append(old: np.ndarray, new: np.ndarray, table: str, key: int) -> np.ndarray:
