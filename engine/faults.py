@@ -23,7 +23,7 @@ POINTS = (
     "lmdb-mid-write",
     "lmdb-before-commit",
     "lmdb-after-commit",
-    "before-checkpoint",
+    "before-done",
 )
 #: Crash points only ``neardup rebuild`` passes (it passes "batch-start" and "lmdb-mid-write" too).
 REBUILD_POINTS = ("rebuild-postings-done",)

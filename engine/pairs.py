@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from .fingerprints import POSTINGS
 from .settings import PAIR_METHODS, Settings
+from .store.postings import VALUES
 from .sqlfiles import query
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -184,12 +185,18 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
             keys = band_keys(sig, bands, rows)
             ok = ~(sig == EMPTY).any(axis=1)
             out["lsh"] = (keys[ok].ravel(), np.repeat(ids[ok], bands).astype(np.uint64))
+    if on & {"jaccard", "a11"}:  # the full sets, read back by later batches' verification
+        t = con.sql("SELECT doc_id, hashes FROM fp_shingles WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+        out[VALUES + "shingles"] = (t.column("doc_id").to_numpy().astype(np.uint64), t.column("hashes").to_pylist())
     for m in ("simhash", "simhash_hp"):
         if m in on and simhash_plan(settings.simhash_bits) is not None:
             t = con.sql(f"SELECT doc_id, simhash FROM fp_{m} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
             ids = t.column("doc_id").to_numpy()
-            keys = simhash_keys(t.column("simhash").to_numpy(), settings.simhash_bits)
+            h = t.column("simhash").to_numpy().astype(np.uint64)
+            keys = simhash_keys(h, settings.simhash_bits)
             out[f"{m}_tables"] = (keys.ravel(), np.repeat(ids, keys.shape[1]).astype(np.uint64))
+            raw = h.astype(">u8").tobytes()
+            out[VALUES + m] = (ids.astype(np.uint64), [raw[i : i + 8] for i in range(0, len(raw), 8)])
     if on & {"bottomk", "a11"}:
         ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
         flat, lens = _flat(col)
@@ -283,19 +290,30 @@ def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.searchsorted(ids_sorted, want)
 
 
-def shingle_jaccard(con, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str) -> tuple[np.ndarray, list[bytes]]:
+    """``(sorted ids, their values)``: older documents' from the postings' value table
+    (a lookup per document), the batch's own (and any missing) from the catalog."""
+    ids = np.unique(ids)
+    got: dict[int, bytes] = {}
+    if postings is not None:
+        got = postings.get_values(value_table, ids[ids < lo])
+    rest = np.array([i for i in ids.tolist() if i not in got], dtype=np.int64)
+    if rest.size:
+        t = _fetch(con, fp_table, f"f.{column}", rest)
+        got.update(zip(t.column("doc_id").to_pylist(), t.column(column).to_pylist()))
+    return ids, [got[i] for i in ids.tolist()]
+
+
+def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0) -> np.ndarray:
     """Exact Jaccard of the stored word-shingle sets of each pair."""
     from . import kernels
 
     if a.size == 0:
         return np.zeros(0)
-    t = _fetch(con, "fp_shingles", "f.hashes", np.concatenate([a, b]))
-    ids = t.column("doc_id").to_numpy()
-    blobs = t.column("hashes").combine_chunks().cast(pa.large_binary())
-    offs = np.frombuffer(blobs.buffers()[1], dtype=np.int64)[blobs.offset : blobs.offset + len(blobs) + 1] // 8
-    data = np.frombuffer(blobs.buffers()[2], dtype=">u8").astype(np.uint64) if len(blobs) else np.zeros(0, np.uint64)
-    data = data[offs[0] :] if offs.size else data
-    offs = offs - offs[0]
+    ids, blobs = _values(con, postings, lo, np.concatenate([a, b]), "fp_shingles", "hashes", "shingles")
+    offs = np.zeros(len(blobs) + 1, dtype=np.int64)
+    np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
+    data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
     return kernels.pair_jaccard(data, offs, _rows_of(ids, a), _rows_of(ids, b))
 
 
@@ -324,9 +342,9 @@ def bottomk_similarity(con, a: np.ndarray, b: np.ndarray, settings: Settings) ->
     return kernels.pair_bottomk(flat, offs, _rows_of(ids, a), _rows_of(ids, b), k)
 
 
-def _simhash_distance(con, table: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    t = _fetch(con, table, "f.simhash", np.concatenate([a, b]))
-    ids, v = t.column("doc_id").to_numpy(), t.column("simhash").to_numpy().astype(np.uint64)
+def _simhash_distance(con, method: str, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0) -> np.ndarray:
+    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method)
+    v = np.array([x if isinstance(x, int) else int.from_bytes(x, "big") for x in vals], dtype=np.uint64)
     return np.bitwise_count(v[_rows_of(ids, a)] ^ v[_rows_of(ids, b)]).astype(np.int64)
 
 
@@ -370,7 +388,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     for m in methods:
         if m == "jaccard":
             a, b = cand("lsh")
-            sim = shingle_jaccard(con, a, b)
+            sim = shingle_jaccard(con, a, b, postings, lo)
             keep = sim >= t - 1e-12
         elif m == "minhash":
             a, b = cand("lsh")
@@ -389,7 +407,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
                 keep = np.ones(a.size, dtype=bool)
             else:
                 a, b = cand(f"{m}_tables")
-                dist = _simhash_distance(con, f"fp_{m}", a, b) if a.size else np.zeros(0, np.int64)
+                dist = _simhash_distance(con, m, a, b, postings, lo) if a.size else np.zeros(0, np.int64)
                 sim = 1.0 - dist / 64.0
                 keep = dist <= settings.simhash_bits
         elif m in ("a6", "a6_36"):
@@ -406,7 +424,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
             keep = np.ones(a.size, dtype=bool)
         elif m == "a11":
             a, b = _chain_pairs(con, keys.get("a11"), lo, postings, "a11", "a11")
-            sim = shingle_jaccard(con, a, b)
+            sim = shingle_jaccard(con, a, b, postings, lo)
             keep = sim >= t - 1e-12
         elif m == "a12":
             a, b, sim = _a12_pairs(con, keys.get("a12_ss"), lo, postings)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from neardup import fingerprints, text
 from neardup.fingerprints import hashing, rcdl, sketches
 from neardup.fingerprints import simhash as sim
-from neardup.settings import METHODS, Settings
+from neardup.settings import METHODS, Settings, parse_pairs
 
 M64 = (1 << 64) - 1
 
@@ -222,7 +222,8 @@ def test_ingest_stores_every_method_and_postings_rebuild_identically(tmp_path):
 
     idx = Index(tmp_path / "i")
     methods = tuple(m for m in METHODS if m != "chars")
-    ingest(idx, str(FIXTURES / "crawl" / "sample.warc.gz"), create_with=Settings(methods=methods, bottomk=16, minhash_perms=16))
+    s = Settings(methods=methods, bottomk=16, minhash_perms=16, pairs=parse_pairs("all", methods))
+    ingest(idx, str(FIXTURES / "crawl" / "sample.warc.gz"), create_with=s)
     with idx.reader() as con:
         n = con.execute("SELECT count(*) FROM documents").fetchone()[0]
         for m in methods:
@@ -235,7 +236,7 @@ def test_ingest_stores_every_method_and_postings_rebuild_identically(tmp_path):
     p = LmdbPostings(idx.postings_path, readonly=True)
     before = p.dump()
     p.close()
-    assert {"a0", "a6", "a6_36", "a8", "url", "content"} <= set(before)
+    assert {"a0", "a6", "a6_36", "a8", "lsh", "bottomk_prefix", "simhash_tables", "url", "content", "val:shingles"} <= set(before)
     with idx.writer() as w:
         w.rebuild_postings()
     p = LmdbPostings(idx.postings_path, readonly=True)

@@ -8,6 +8,12 @@ big-endian ids), so adding a document to a long list costs a B-tree insert,
 not a rewrite of the list. Doc ids grow with every batch, so a batch only
 ever appends.
 
+Besides posting lists, a table named ``val:<name>`` maps a doc id to one
+value (bytes): the fingerprints that verification reads for older
+documents, so that a batch reads only its partners' values instead of
+scanning a catalog column. ``apply_batch`` takes such a table as
+``(doc_ids, list of bytes)``.
+
 The store also records ``applied_batch``: the last catalog batch whose
 postings it holds. The catalog is the source of truth; postings are derived
 from it and re-applied after a crash (see ``neardup.store.index``).
@@ -27,6 +33,9 @@ _META = b"__meta__"
 _APPLIED = b"applied_batch_v2"
 _MAX_ID = b"max_doc_id_v2"
 _PREFIX = "v2/"
+_VAL_PREFIX = "v2val/"
+#: table-name prefix of value tables in ``apply_batch``'s argument
+VALUES = "val:"
 _KEY_DTYPE = np.dtype(">u8")  # big-endian keys and ids sort numerically in LMDB
 _VAL_DTYPE = np.dtype(">u8")
 
@@ -66,6 +75,10 @@ class Postings:
                 out[int(k)] = ids
         return out
 
+    def get_values(self, table: str, ids: np.ndarray) -> dict[int, bytes]:
+        """``{doc_id: value}`` of value table ``table`` (without ``val:``) for the ids present."""
+        raise NotImplementedError
+
     def get_flat(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For many keys at once: ``(which, ids)``, every stored id of ``keys[which[i]]``,
         grouped by key in the order of ``keys``."""
@@ -103,7 +116,12 @@ class MemoryPostings(Postings):
 
     def __init__(self) -> None:
         self._data: dict[str, dict[int, np.ndarray]] = {}
+        self._values: dict[str, dict[int, bytes]] = {}
         self._applied = 0
+
+    def get_values(self, table, ids):
+        tab = self._values.get(table, {})
+        return {int(i): tab[int(i)] for i in np.asarray(ids).tolist() if int(i) in tab}
 
     def get(self, table: str, key: int) -> np.ndarray:
         return self._data.get(table, {}).get(int(key), np.empty(0, dtype=np.uint64))
@@ -115,16 +133,23 @@ class MemoryPostings(Postings):
         if batch_id <= self._applied:
             return
         staged = {t: dict(v) for t, v in self._data.items()}
+        values = {t: dict(v) for t, v in self._values.items()}
         for table, (keys, ids) in postings.items():
+            if table.startswith(VALUES):
+                values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), ids))
+                continue
             tab = staged.setdefault(table, {})
             for k, new in group_postings(keys, ids):
                 old = tab.get(k)
                 tab[k] = new if old is None else _append(old, new, table, k)
         self._data = staged
+        self._values = values
         self._applied = batch_id
 
     def dump(self):
-        return {t: {k: v.tolist() for k, v in sorted(tab.items())} for t, tab in sorted(self._data.items()) if tab}
+        out = {t: {k: v.tolist() for k, v in sorted(tab.items())} for t, tab in sorted(self._data.items()) if tab}
+        out.update({VALUES + t: {k: v.hex() for k, v in sorted(tab.items())} for t, tab in sorted(self._values.items()) if tab})
+        return dict(sorted(out.items()))
 
 
 class LmdbPostings(Postings):
@@ -153,6 +178,7 @@ class LmdbPostings(Postings):
             readonly=readonly,
             lock=not readonly,
             subdir=True,
+            metasync=False,  # a system crash may undo the last commit: repair re-applies it from the catalog
         )
         if readonly:
             # another process may have grown the map; adopt its size
@@ -163,12 +189,14 @@ class LmdbPostings(Postings):
         db = self._dbs.get(table)
         if db is None:
             meta = table == _META.decode()
-            name = (table if meta else _PREFIX + table).encode("utf-8")
+            value = table.startswith(VALUES)
+            name = (table if meta else _VAL_PREFIX + table[len(VALUES) :] if value else _PREFIX + table).encode("utf-8")
             if not create:
                 with self.env.begin() as txn:
                     if txn.get(name, db=None) is None:
                         return None
-            db = self.env.open_db(name, create=create) if meta else self.env.open_db(name, create=create, dupsort=True, dupfixed=True)
+            plain = meta or value
+            db = self.env.open_db(name, create=create) if plain else self.env.open_db(name, create=create, dupsort=True, dupfixed=True)
             self._dbs[table] = db
         return db
 
@@ -196,6 +224,16 @@ class LmdbPostings(Postings):
             return {}
         starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
         return {int(k[s]): v[s:e] for s, e in zip(starts.tolist(), np.r_[starts[1:], k.size].tolist())}
+
+    def get_values(self, table, ids):
+        db = self._db(VALUES + table)
+        ids = np.unique(np.asarray(ids, dtype=np.uint64))
+        if db is None or ids.size == 0:
+            return {}
+        kb = ids.astype(_KEY_DTYPE).tobytes()
+        with self.env.begin(db=db) as txn:
+            rows = txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)])
+        return {int.from_bytes(k, "big"): bytes(v) for k, v in rows}
 
     def get_flat(self, table, keys):
         keys = np.asarray(keys, dtype=np.uint64)
@@ -225,7 +263,8 @@ class LmdbPostings(Postings):
     def apply_batch(self, batch_id, postings):
         if batch_id <= self.applied_batch():
             return
-        grouped = {t: _sorted_pairs(k, i) for t, (k, i) in postings.items()}
+        grouped = {t: _sorted_pairs(k, i) for t, (k, i) in postings.items() if not t.startswith(VALUES)}
+        values = {t: v for t, v in postings.items() if t.startswith(VALUES)}
         last = self._max_id()
         for table, (k, d) in grouped.items():
             if d.size and int(d.min()) <= last:
@@ -233,17 +272,21 @@ class LmdbPostings(Postings):
                 raise ValueError(f"posting {table}/{int(k[i])}: doc id {int(d[i])} does not follow {last}")
         while True:
             try:
-                self._write(batch_id, grouped, last)
+                self._write(batch_id, grouped, values, last)
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
-    def _write(self, batch_id: int, grouped: dict[str, tuple[np.ndarray, np.ndarray]], last: int) -> None:
+    def _write(self, batch_id: int, grouped: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
-        dbs = {t: self._db(t, create=True) for t in grouped}
+        dbs = {t: self._db(t, create=True) for t in [*grouped, *values]}
         with self.env.begin(write=True) as txn:
+            for table, (ids, vals) in values.items():
+                order = np.argsort(np.asarray(ids, dtype=np.uint64), kind="stable")
+                kb = np.asarray(ids, dtype=np.uint64)[order].astype(_KEY_DTYPE).tobytes()
+                txn.cursor(db=dbs[table]).putmulti(((kb[8 * j : 8 * j + 8], vals[i]) for j, i in enumerate(order.tolist())))
             for table, (k, d) in grouped.items():
                 kb = k.astype(_KEY_DTYPE).tobytes()
                 vb = d.astype(_VAL_DTYPE).tobytes()
@@ -255,9 +298,11 @@ class LmdbPostings(Postings):
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
 
-    def _tables(self) -> list[str]:
+    def _tables(self, values: bool = False) -> list[str]:
         with self.env.begin() as txn:
             names = [bytes(k).decode() for k, _ in txn.cursor()]
+        if values:
+            return sorted(VALUES + n[len(_VAL_PREFIX) :] for n in names if n.startswith(_VAL_PREFIX))
         return sorted(n[len(_PREFIX) :] for n in names if n.startswith(_PREFIX))
 
     def stats(self) -> dict[str, int]:
@@ -279,7 +324,12 @@ class LmdbPostings(Postings):
                     tab.setdefault(int.from_bytes(bytes(k), "big"), []).append(int.from_bytes(bytes(v), "big"))
             if tab:
                 out[name] = tab
-        return out
+        for name in self._tables(values=True):
+            with self.env.begin(db=self._db(name)) as txn:
+                vals = {int.from_bytes(bytes(k), "big"): bytes(v).hex() for k, v in txn.cursor()}
+            if vals:
+                out[name] = vals
+        return dict(sorted(out.items()))
 
     def close(self) -> None:
         self.env.close()
