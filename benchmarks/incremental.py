@@ -4,7 +4,8 @@ One fixed batch (``--batch`` documents, 1% of the largest index) is ingested
 into indexes of increasing size built from the same corpus
 (``corpus.build_dedup_jsonl`` with shorter documents; the batch holds edited
 copies of documents that are already indexed, so it has matches), with the
-default settings. Each run copies the prepared index, then times
+default settings. Each run copies the prepared index (and syncs the disk, so
+that the batch's first fsync does not write the copy back), then times
 ``neardup.ingest.ingest`` of the batch in a fresh process (start-up excluded).
 The ratio is the median time over the median time into an empty index.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -70,6 +72,7 @@ def main() -> None:
                 trial = tmp / f"trial-{n}-{r}"
                 if n:
                     shutil.copytree(prepared, trial)
+                os.sync()  # or the batch's first fsync pays for writing the copy back
                 res = ingest_timed(batch, trial)
                 times.append(res["seconds"])
                 pairs = res["pairs"]

@@ -100,14 +100,16 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 def simhash_plan(bits: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]] | None:
     """``(blocks, tables)`` for pairs within ``bits`` bits, or None past ``MAX_TABLE_BITS``.
 
-    ``blocks``: ``(shift, width)`` of contiguous bit ranges covering 64 bits;
-    ``tables``: which blocks each table keys on (``B - bits`` of the ``B``). Up
-    to 3 bits, ``B = bits + 1`` (one block per table, 16 bits or more); from 4
-    to 7, ``B = bits + 2`` (two blocks per table, 14 bits or more).
+    ``blocks``: ``(shift, width)`` of ``B`` contiguous bit ranges covering 64 bits;
+    ``tables``: which blocks each table keys on (``B - bits`` of them, every
+    choice). With ``B = bits + 2`` each table keys on two blocks: at 3 bits, 10
+    tables of about 26 bits; at 7, 36 tables of about 14 bits. (One block per
+    table, ``B = bits + 1``, would need only 4 tables at 3 bits, but 16-bit keys
+    collide often: simhashes are far from uniform, as report 002 observed.)
     """
     if bits > MAX_TABLE_BITS:
         return None
-    n_blocks = bits + 1 if bits <= 3 else bits + 2
+    n_blocks = bits + 2 if bits else 1
     edges = [round(64 * i / n_blocks) for i in range(n_blocks + 1)]
     blocks = tuple((edges[i], edges[i + 1] - edges[i]) for i in range(n_blocks))
     tables = tuple(itertools.combinations(range(n_blocks), n_blocks - bits))

@@ -34,10 +34,12 @@ def _apply_all(store, batches):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batches_strategy())
-def test_lmdb_and_memory_agree(tmp_path_factory, batches):
+@given(batches_strategy(), st.sampled_from([(0.1, 50_000), (0.5, 3), (0.0, 0)]))
+def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge):
+    """Also when the recent level is folded into the main one often (or after every batch)."""
     mem = MemoryPostings()
     lm = LmdbPostings(tmp_path_factory.mktemp("lmdb"))
+    lm.MERGE_RATIO, lm.MERGE_MIN = merge
     try:
         _apply_all(mem, batches)
         _apply_all(lm, batches)
@@ -45,6 +47,8 @@ def test_lmdb_and_memory_agree(tmp_path_factory, batches):
         assert lm.applied_batch() == mem.applied_batch() == len(batches)
         for k in list(mem.dump().get("t", {}))[:5]:
             assert lm.get("t", k).tolist() == mem.get("t", k).tolist()
+        keys = np.array(list(mem.dump().get("u", {}))[:7] + [12345], dtype=np.uint64)
+        assert [x.tolist() for x in lm.get_flat("u", keys)] == [x.tolist() for x in mem.get_flat("u", keys)]
     finally:
         lm.close()
 

@@ -33,6 +33,7 @@ _META = b"__meta__"
 _APPLIED = b"applied_batch_v2"
 _MAX_ID = b"max_doc_id_v2"
 _PREFIX = "v2/"
+_RECENT_PREFIX = "v2r/"
 _VAL_PREFIX = "v2val/"
 #: table-name prefix of value tables in ``apply_batch``'s argument
 VALUES = "val:"
@@ -165,6 +166,11 @@ class LmdbPostings(Postings):
     """
 
     INITIAL_MAP = 64 << 20
+    #: a batch's postings go to a small "recent" level of each table (random-key inserts
+    #: there touch few pages); it is folded into the main level once it holds more than
+    #: MERGE_RATIO of the main level's entries (and at least MERGE_MIN)
+    MERGE_RATIO = 0.1
+    MERGE_MIN = 50_000
 
     def __init__(self, path: str | os.PathLike, readonly: bool = False):
         self.path = Path(path)
@@ -185,34 +191,52 @@ class LmdbPostings(Postings):
             self.env.set_mapsize(0)
         self._dbs: dict[str, object] = {}
 
-    def _db(self, table: str, create: bool = False):
-        db = self._dbs.get(table)
+    def _db(self, table: str, create: bool = False, recent: bool = False):
+        """The LMDB database of ``table``: meta, a value table, or a posting table's main
+        (``recent=False``) or recent level."""
+        slot = ("r:" if recent else "") + table
+        db = self._dbs.get(slot)
         if db is None:
             meta = table == _META.decode()
             value = table.startswith(VALUES)
-            name = (table if meta else _VAL_PREFIX + table[len(VALUES) :] if value else _PREFIX + table).encode("utf-8")
+            if meta:
+                name = table
+            elif value:
+                name = _VAL_PREFIX + table[len(VALUES) :]
+            else:
+                name = (_RECENT_PREFIX if recent else _PREFIX) + table
+            name = name.encode("utf-8")
             if not create:
                 with self.env.begin() as txn:
                     if txn.get(name, db=None) is None:
                         return None
             plain = meta or value
             db = self.env.open_db(name, create=create) if plain else self.env.open_db(name, create=create, dupsort=True, dupfixed=True)
-            self._dbs[table] = db
+            self._dbs[slot] = db
         return db
 
     def _lookup(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(key, id)`` rows of the keys present, keys in ascending order."""
-        db = self._db(table)
+        """``(key, id)`` rows of the keys present, sorted by key then id (both levels)."""
         keys = np.unique(np.asarray(keys, dtype=np.uint64))
-        if db is None or keys.size == 0:
+        kk, vv = [], []
+        if keys.size:
+            kb = keys.astype(_KEY_DTYPE).tobytes()
+            want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
+            for recent in (False, True):
+                db = self._db(table, recent=recent)
+                if db is None:
+                    continue
+                with self.env.begin(db=db) as txn:
+                    rows = txn.cursor().getmulti(want, dupdata=True, dupfixed_bytes=8)
+                if rows:
+                    kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
+                    vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
+        if not kk:
             return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-        kb = keys.astype(_KEY_DTYPE).tobytes()
-        with self.env.begin(db=db) as txn:
-            rows = txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)], dupdata=True, dupfixed_bytes=8)
-        if not rows:
-            return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-        k = np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64)
-        v = np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64)
+        k, v = np.concatenate(kk), np.concatenate(vv)
+        if len(kk) > 1:
+            order = np.lexsort((v, k))
+            k, v = k[order], v[order]
         return k, v
 
     def get(self, table: str, key: int) -> np.ndarray:
@@ -281,7 +305,9 @@ class LmdbPostings(Postings):
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
-        dbs = {t: self._db(t, create=True) for t in [*grouped, *values]}
+        dbs = {t: self._db(t, create=True) for t in values}
+        dbs.update({t: self._db(t, create=True, recent=True) for t in grouped})
+        mains = {t: self._db(t, create=True) for t in grouped}
         with self.env.begin(write=True) as txn:
             for table, (ids, vals) in values.items():
                 order = np.argsort(np.asarray(ids, dtype=np.uint64), kind="stable")
@@ -290,8 +316,16 @@ class LmdbPostings(Postings):
             for table, (k, d) in grouped.items():
                 kb = k.astype(_KEY_DTYPE).tobytes()
                 vb = d.astype(_VAL_DTYPE).tobytes()
-                txn.cursor(db=dbs[table]).putmulti(((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), dupdata=True)
+                n_recent, n_main = txn.stat(dbs[table])["entries"], txn.stat(mains[table])["entries"]
+                # a batch as large as the recent level may grow goes straight to the main one
+                big = n_recent == 0 and k.size > max(self.MERGE_MIN, self.MERGE_RATIO * n_main)
+                txn.cursor(db=mains[table] if big else dbs[table]).putmulti(((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), dupdata=True)
                 crashpoint("lmdb-mid-write")
+                n_recent += 0 if big else k.size
+                if n_recent > max(self.MERGE_MIN, self.MERGE_RATIO * n_main):
+                    # fold the recent level into the main one (in key order), then empty it
+                    txn.cursor(db=mains[table]).putmulti(txn.cursor(db=dbs[table]).iternext(), dupdata=True)
+                    txn.drop(dbs[table], delete=False)
             top = max((int(d.max()) for _, d in grouped.values() if d.size), default=0)
             if top:
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
@@ -303,25 +337,37 @@ class LmdbPostings(Postings):
             names = [bytes(k).decode() for k, _ in txn.cursor()]
         if values:
             return sorted(VALUES + n[len(_VAL_PREFIX) :] for n in names if n.startswith(_VAL_PREFIX))
-        return sorted(n[len(_PREFIX) :] for n in names if n.startswith(_PREFIX))
+        return sorted({n[len(p) :] for n in names for p in (_PREFIX, _RECENT_PREFIX) if n.startswith(p)})
+
+    def _rows(self, table: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every ``(key, id)`` of a posting table (both levels), sorted."""
+        kk, vv = [], []
+        for recent in (False, True):
+            db = self._db(table, recent=recent)
+            if db is None:
+                continue
+            with self.env.begin(db=db) as txn:
+                rows = [(bytes(k), bytes(v)) for k, v in txn.cursor()]
+            if rows:
+                kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
+                vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
+        if not kk:
+            return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+        k, v = np.concatenate(kk), np.concatenate(vv)
+        order = np.lexsort((v, k))
+        return k[order], v[order]
 
     def stats(self) -> dict[str, int]:
         """Number of distinct keys per table."""
-        out = {}
-        for name in self._tables():
-            db = self._db(name)
-            with self.env.begin(db=db) as txn:
-                out[name] = sum(1 for _ in txn.cursor().iternext_nodup(values=False))
-        return out
+        return {name: int(np.unique(self._rows(name)[0]).size) for name in self._tables()}
 
     def dump(self):
-        out: dict[str, dict[int, list[int]]] = {}
+        out: dict = {}
         for name in self._tables():
-            db = self._db(name)
+            k, v = self._rows(name)
             tab: dict[int, list[int]] = {}
-            with self.env.begin(db=db) as txn:
-                for k, v in txn.cursor():
-                    tab.setdefault(int.from_bytes(bytes(k), "big"), []).append(int.from_bytes(bytes(v), "big"))
+            for key, i in zip(k.tolist(), v.tolist()):
+                tab.setdefault(key, []).append(i)
             if tab:
                 out[name] = tab
         for name in self._tables(values=True):
