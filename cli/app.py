@@ -78,6 +78,11 @@ PermsOpt = Annotated[int | None, typer.Option(help="Permutations of the minhash 
 PermutationOpt = Annotated[str | None, typer.Option(help="Permutation scheme: universal or matrix (the seeds' binary matrices) [default: universal].")]
 ThresholdOpt = Annotated[float | None, typer.Option(help="Jaccard threshold of the duplicate pairs (word-shingle sets) [default: 0.8].")]
 SimhashBitsOpt = Annotated[int | None, typer.Option(help="Simhash pairs differ in at most this many of 64 bits [default: 3].")]
+KeepClustersOpt = Annotated[
+    str | None,
+    typer.Option(help="Clusterings every ingest keeps current: concept, components, both or '' [default: both, where possible]."),
+]
+SupportOpt = Annotated[int | None, typer.Option(help="concept clusters: common bottom-k elements [default: ceil(threshold x sketch size)].")]
 PairsOpt = Annotated[
     str | None,
     typer.Option(help="Pair methods computed at ingest, comma-separated, or 'all' (every one the fingerprint methods allow) [default: jaccard,simhash]."),
@@ -85,7 +90,7 @@ PairsOpt = Annotated[
 
 
 def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                   threshold=None, simhash_bits=None, pairs=None) -> dict:
+                   threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None) -> dict:
     """The settings given on the command line (None for those not given)."""
     method_list = parse_methods(methods) if methods is not None else None
     return {
@@ -101,6 +106,8 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "threshold": threshold,
         "simhash_bits": simhash_bits,
         "pairs": parse_pairs(pairs, method_list) if pairs is not None else None,
+        "clusters": tuple(c.strip() for c in keep_clusters.split(",") if c.strip()) if keep_clusters is not None else None,
+        "concept_support": concept_support,
     }
 
 
@@ -123,6 +130,8 @@ def init(
     threshold: ThresholdOpt = None,
     simhash_bits: SimhashBitsOpt = None,
     pairs: PairsOpt = None,
+    keep_clusters: KeepClustersOpt = None,
+    concept_support: SupportOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
@@ -130,7 +139,7 @@ def init(
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
         s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                                         threshold, simhash_bits, pairs))
+                                         threshold, simhash_bits, pairs, keep_clusters, concept_support))
         with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
@@ -165,6 +174,8 @@ def ingest_cmd(
     threshold: ThresholdOpt = None,
     simhash_bits: SimhashBitsOpt = None,
     pairs: PairsOpt = None,
+    keep_clusters: KeepClustersOpt = None,
+    concept_support: SupportOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op.
@@ -176,7 +187,7 @@ def ingest_cmd(
     failed = False
     try:
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                               threshold, simhash_bits, pairs)
+                               threshold, simhash_bits, pairs, keep_clusters, concept_support)
         if idx.exists():
             idx.settings().check_overrides(given)
         create = _new_settings(given)
@@ -232,6 +243,8 @@ def _print_summary(res: IngestResult) -> None:
     )
     if res.pairs:
         out.print("  new duplicate pairs: " + ", ".join(f"{m} {n}" for m, n in res.pairs.items()), highlight=False)
+    if res.clusters:
+        out.print("  clusters: " + ", ".join(f"{m} +{d['created']} -{d['removed']}" for m, d in res.clusters.items()), highlight=False)
     for r in res.rejects[:5]:
         err.print(f"  rejected {r.message()}", highlight=False, markup=False)
     if res.n_rejected > 5:
@@ -282,19 +295,44 @@ def _cell(v: object) -> str:
 @app.command()
 def rebuild(
     index: IndexOpt = DEFAULT_INDEX,
+    clusters: Annotated[
+        str | None,
+        typer.Option(help="Only recompute these clusterings, comma-separated: concept, components, cliques, center, merge_center, "
+                          "star, ricochet, biconnected, greedy002, degree002 (docs/clusters.md)."),
+    ] = None,
+    pairs_method: Annotated[str | None, typer.Option(help="Pair method whose graph the graph clusterings follow [default: jaccard].")] = None,
+    theta: Annotated[float, typer.Option(help="star: the least edge similarity.")] = 0.0,
+    bits: Annotated[str, typer.Option(help="greedy002/degree002: simhash bit budgets, comma-separated.")] = "5,10,15",
+    support: Annotated[int | None, typer.Option(help="concept: common sketch elements [default: the index's].")] = None,
+    max_component: Annotated[int, typer.Option(help="cliques: skip components larger than this.")] = 50,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
-    """Recompute every fingerprint and duplicate pair from the stored texts with the current collection statistics."""
-    from neardup.rebuild import rebuild_fingerprints
+    """Recompute every fingerprint, duplicate pair and incremental clustering from the stored texts
+    with the current collection statistics; with --clusters, only those clusterings."""
+    from neardup.rebuild import rebuild_clusters, rebuild_fingerprints
 
     try:
+        if clusters:
+            names = [c.strip() for c in clusters.split(",") if c.strip()]
+            bit_list = [int(b) for b in bits.split(",") if b.strip()]
+            r = rebuild_clusters(Index(index), names, pairs_method, theta, bit_list, support, max_component)
+            if not quiet:
+                for m, d in r.made.items():
+                    extra = f", {d['skipped_components']} components over --max-component skipped" if "skipped_components" in d else ""
+                    out.print(f"{m}: {d['clusters']} clusters ({', '.join(f'{k}={v}' for k, v in d['params'].items())}){extra}", highlight=False)
+                out.print(f"in {r.seconds:.2f} s", highlight=False)
+            return
         r = rebuild_fingerprints(Index(index))
+    except ValueError as exc:
+        _fail(NeardupError(f"bad option: {exc}"))
     except NeardupError as exc:
         _fail(exc)
     if not quiet:
         out.print(f"rebuilt {', '.join(r.methods)} for {r.n_docs} documents in {r.seconds:.2f} s", highlight=False)
         if r.pairs:
             out.print("duplicate pairs: " + ", ".join(f"{m} {n}" for m, n in r.pairs.items()), highlight=False)
+        for m, d in (r.clusters or {}).items():
+            out.print(f"{m}: {d['created']} clusters", highlight=False)
 
 
 @app.command()
@@ -308,6 +346,11 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
     out.print("[bold]settings[/] " + ", ".join(f"{k}={v}" for k, v in sorted(i.settings.items())), highlight=False)
     out.print("[bold]counts[/] " + ", ".join(f"{k}={v}" for k, v in i.counts.items()), highlight=False)
     out.print("[bold]duplicate pairs[/] " + (", ".join(f"{k}={v}" for k, v in i.pairs.items()) or "none"), highlight=False)
+    out.print("[bold]clusters[/] " + (", ".join(f"{m}={n}" for m, (n, _) in i.clusters.items()) or "none"), highlight=False)
+    for m, (_, t) in i.clusters.items():
+        if t:
+            err.print(f"[yellow]{m}: {t} cluster(s) truncated[/]: the miner's work budget ran out there, so the cluster is the "
+                      "neighbourhood of its anchor, not a maximal set (SELECT * FROM clusters WHERE truncated)", highlight=False)
     out.print(
         f"[bold]postings[/] up to batch {i.postings_applied_batch}; keys: "
         + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from . import __version__, fingerprints, pairs, text
+from . import __version__, clusters, fingerprints, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
@@ -64,6 +64,8 @@ class IngestResult:
     sentences_seen: int = 0
     #: pairs found per pair method
     pairs: dict[str, int] = field(default_factory=dict)
+    #: clusters created and removed per incremental clustering
+    clusters: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def tick(self, stage: str, since: float) -> float:
         now = time.perf_counter()
@@ -214,6 +216,7 @@ def ingest(
             if n_added:
                 crashpoint("before-pairs")
                 res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+                res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
             con.execute(
                 query("catalog", "insert_batch"),
                 [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,

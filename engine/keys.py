@@ -13,6 +13,9 @@ Tables:
   (min-hash bands), ``simhash_tables``/``simhash_hp_tables`` (permuted
   tables), ``bottomk_prefix``, ``a11`` (bottom-k shingles), ``a12_ss``
   (A12 sentence signatures) -> doc ids.
+* ``concept_prefix`` (the concept clusters' prefix-filter keys, see
+  ``neardup.clusters``) -> doc ids, and the value table ``val:bottomk``
+  (doc id -> sketch).
 """
 
 from __future__ import annotations
@@ -47,4 +50,8 @@ def batch_postings(con, batch_id: int, settings) -> dict[str, tuple[np.ndarray, 
         return out
     lo, hi = int(t.column("doc_id")[0].as_py()), int(t.column("doc_id")[-1].as_py())
     out.update(candidate_postings(con, lo, hi, settings))
+    if "concept" in settings.clusters:
+        from .clusters import concept_postings
+
+        out.update(concept_postings(con, lo, hi, settings))
     return out

@@ -41,6 +41,8 @@ class IndexInfo:
     postings_keys: dict[str, int]
     #: pairs per pair method in ``duplicates``
     pairs: dict[str, int]
+    #: per clustering method: (clusters, truncated clusters)
+    clusters: dict[str, tuple[int, int]]
 
 
 def info(index: Index, n_batches: int = 10) -> IndexInfo:
@@ -57,6 +59,7 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
         names = [d[0] for d in cur.description]
         batches = [dict(zip(names, r)) for r in cur.fetchall()]
         pairs = dict(con.execute(query("catalog", "pairs_per_method")).fetchall())
+        clusters = {m: (n, t) for m, n, t in con.execute(query("catalog", "clusters_per_method")).fetchall()}
     applied, keys = 0, {}
     if index.postings_path.exists():
         p = LmdbPostings(index.postings_path, readonly=True)
@@ -65,4 +68,4 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
             keys = p.stats()
         finally:
             p.close()
-    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys, pairs)
+    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys, pairs, clusters)

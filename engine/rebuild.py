@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import fingerprints, pairs, text
+from . import clusters, fingerprints, pairs, text
 from .fingerprints import lexical
 from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
 from .settings import METHODS
@@ -35,6 +35,8 @@ class RebuildResult:
     seconds: float
     #: pairs per pair method after the rebuild
     pairs: dict[str, int] | None = None
+    #: clusters made per incremental clustering
+    clusters: dict[str, dict[str, int]] | None = None
 
 
 def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = None) -> RebuildResult:
@@ -83,6 +85,8 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
             if n and any(m in lexical.STATS_METHODS for m in s.methods):
                 lexical.batch_end(con, lo, hi, s.methods, s.seed)
             found = pairs.rebuild_pairs(con, s)
+            last = con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
+            made = clusters.rebuild_incremental(con, s, last)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -90,4 +94,29 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
             raise
         w.rebuild_postings()
         w.finish_batch(None, None)
-    return RebuildResult(int(n or 0), s.methods, time.perf_counter() - t0, found)
+    return RebuildResult(int(n or 0), s.methods, time.perf_counter() - t0, found, made)
+
+
+@dataclass
+class ClusterResult:
+    made: dict[str, dict]
+    seconds: float
+
+
+def rebuild_clusters(index: Index, names: list[str], pair_method: str | None = None, theta: float = 0.0,
+                     bits: list[int] | None = None, support: int | None = None, max_component: int = 50,
+                     fingerprint: str | None = None) -> ClusterResult:
+    """``neardup rebuild --clusters``: recompute the named clusterings from scratch, in one
+    transaction (``neardup.clusters.run_requested``); fingerprints and pairs stay as they are."""
+    t0 = time.perf_counter()
+    with index.writer() as w:
+        con, s = w.con, w.settings
+        last = con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
+        con.execute("BEGIN TRANSACTION")
+        try:
+            made = clusters.run_requested(con, s, names, last, pair_method, theta, bits, support, max_component, fingerprint)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return ClusterResult(made, time.perf_counter() - t0)

@@ -58,6 +58,12 @@ PAIR_REQUIRES: dict[str, tuple[str, ...]] = {"jaccard": ("shingles", "minhash"),
 #: pair methods computed by default, where their fingerprints are enabled
 DEFAULT_PAIRS = ("jaccard", "simhash")
 
+#: Clusterings kept current by every ingest (the others run on request: ``neardup rebuild --clusters``).
+INCREMENTAL_CLUSTERS: dict[str, str] = {
+    "concept": "maximal sets of documents whose bottom-k sketches share >= concept_support elements (000/001)",
+    "components": "connected components of the duplicate graph of the first pair method (jaccard by default)",
+}
+
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
 PERMUTATIONS = ("universal", "matrix")
 #: methods computed from word hashes and counts alone (no word or sentence positions)
@@ -91,6 +97,8 @@ class Settings:
     threshold: float = 0.8
     simhash_bits: int = 3
     pairs: tuple[str, ...] | None = None
+    clusters: tuple[str, ...] | None = None
+    concept_support: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "methods", tuple(self.methods))
@@ -120,8 +128,34 @@ class Settings:
             missing = [m for m in requires(p) if m not in self.methods]
             if missing:
                 raise SettingsMismatch(f"pair method {p} needs the fingerprint method(s) {', '.join(missing)}", hint=f"add {','.join(missing)} to --methods")
+        if self.clusters is None:
+            default = (["concept"] if "bottomk" in self.methods else []) + (["components"] if self.pairs else [])
+            object.__setattr__(self, "clusters", tuple(default))
+        object.__setattr__(self, "clusters", tuple(self.clusters))
+        for c in self.clusters:
+            if c not in INCREMENTAL_CLUSTERS:
+                raise SettingsMismatch(f"unknown incremental clustering {c!r}", hint=f"choose from {', '.join(INCREMENTAL_CLUSTERS)}; others run with neardup rebuild --clusters")
+        if "concept" in self.clusters and "bottomk" not in self.methods:
+            raise SettingsMismatch("clustering concept needs the bottomk fingerprints", hint="add bottomk to --methods")
+        if "components" in self.clusters and not self.pairs:
+            raise SettingsMismatch("clustering components needs a pair method", hint="pass --pairs")
+        if self.concept_support is not None and (not isinstance(self.concept_support, int) or isinstance(self.concept_support, bool) or self.concept_support < 1):
+            raise SettingsMismatch(f"concept_support must be a positive integer, got {self.concept_support!r}", hint="pass --concept-support 85 (of a 100-element sketch)")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
+
+    @property
+    def support(self) -> int:
+        """Common sketch elements a concept cluster needs: ``concept_support``, else
+        ``ceil(threshold * bottomk)``."""
+        import math
+
+        return self.concept_support if self.concept_support is not None else math.ceil(self.threshold * self.bottomk - 1e-9)
+
+    @property
+    def component_pairs(self) -> str | None:
+        """The pair method whose graph ``components`` follows."""
+        return "jaccard" if "jaccard" in (self.pairs or ()) else (self.pairs[0] if self.pairs else None)
 
     @property
     def needs_spans(self) -> bool:

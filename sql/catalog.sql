@@ -85,6 +85,10 @@ SELECT
 -- Duplicate pairs per pair method, for `neardup info`.
 SELECT method, count(*) AS pairs FROM duplicates GROUP BY method ORDER BY method;
 
+-- name: clusters_per_method
+-- Clusters per method and how many are truncated, for `neardup info`.
+SELECT method, count(*) AS clusters, count(*) FILTER (WHERE truncated) AS truncated FROM clusters GROUP BY method ORDER BY method;
+
 -- name: recent_batches
 -- The newest batches, newest first.
 SELECT batch_id, source, status, n_docs, n_unchanged, n_skipped, n_rejected,

@@ -51,16 +51,21 @@ def test_ci_runs_the_readme_test_command():
 
 def test_sql_examples_in_the_docs_run(tmp_path):
     ingest(Index(tmp_path / "i"), str(FIXTURES / "crawl" / "sample.warc.gz"))
+    ingest(Index(tmp_path / "i"), str(FIXTURES / "text" / "chain.jsonl"))
     doc = (ROOT / "docs" / "sql.md").read_text()
     examples = doc.split("## Examples", 1)[1]
     statements = [s.strip() for s in re.sub(r"^\s*--.*$", "", examples, flags=re.MULTILINE).split(";") if s.strip()]
-    assert len(statements) == 9
+    assert len(statements) == 13
     with Index(tmp_path / "i").reader() as con:
         results = [con.execute(s).fetchall() for s in statements]
     assert len(results[0]) == 5
     assert results[1], "the fixture crawl holds exact copies under other urls"
     assert [r[0] for r in results[5]] == ["jaccard", "simhash"]
     assert results[7], "the url of the example has near-duplicates in the fixture crawl"
+    assert len(results[9]) == 10 and results[9][0][1] >= 3
+    assert results[10], "a page of the chain fixture shares concept clusters"
+    assert dict(results[11]).get("concept", 0) == 0 and dict(results[11])["components"] > 0, results[11]
+    assert {(m, c) for m, c, _ in results[12]} >= {("concept", "created"), ("components", "created")}
 
 
 def test_every_engine_package_is_listed_in_pyproject():

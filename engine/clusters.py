@@ -1,0 +1,370 @@
+"""Clusters in the catalog, kept current batch by batch (``concept``, ``components``).
+
+``clusters(cluster_id, method, size, support, params, representative, common,
+truncated, batch_id)`` and ``cluster_members(cluster_id, doc_id)`` hold every
+live cluster; ``cluster_changes(batch_id, method, cluster_id, change)``
+records what each batch created and removed. The representative of a cluster
+is its earliest document (smallest doc id).
+
+* ``concept`` (seeds 000/001, ``neardup.concepts``): a new document q can only
+  create clusters inside ``N[q]`` and can only remove clusters X with
+  ``|I(X) ∩ S(q)| >= k`` (X ∪ {q} is then valid, so X is no longer maximal);
+  nothing else changes. A batch therefore finds the neighbours of its new
+  documents (prefix-filter keys in LMDB, overlaps counted on the sketches),
+  removes the clusters its documents extend, and mines the maximal sets that
+  contain a new document, each from its smallest new member.
+* ``components``: connected components of the duplicate graph of one pair
+  method; a batch's new pairs merge the components they touch.
+
+``rebuild_clusters`` recomputes both from scratch; a property test checks that
+any batch split and any insertion order give the clusters of a rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from . import concepts
+from .settings import Settings
+
+#: prefix-filter keys of the concept neighbours, and the sketches read back for older documents
+CONCEPT_TABLE = "concept_prefix"
+SKETCH_VALUES = "bottomk"
+
+
+def concept_prefix(lens: np.ndarray, k: int) -> np.ndarray:
+    """Per sketch, how many of its first values to post: two sketches with >= k common
+    values share >= min(2, k) of their first ``len - k + 2`` (``neardup.pairs.prefix_lengths``)."""
+    lens = np.asarray(lens, dtype=np.int64)
+    extra = 2 if k >= 2 else 1
+    return np.where(lens >= k, np.minimum(lens - k + extra, lens), 0)
+
+
+def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple]:
+    """The concept keys and sketch values of documents ``lo..hi`` (for ``neardup.keys``)."""
+    from .pairs import _flat, _lists
+    from .store.postings import VALUES
+
+    ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
+    flat, lens = _flat(col)
+    pre = concept_prefix(lens, settings.support)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
+    take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
+    raw = flat.astype(">u8").tobytes()
+    bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
+    return {
+        CONCEPT_TABLE: (flat[take], np.repeat(ids, pre).astype(np.uint64)),
+        VALUES + SKETCH_VALUES: (ids.astype(np.uint64), [raw[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]),
+    }
+
+
+def _sketches(con, postings, lo: int, ids: np.ndarray) -> dict[int, np.ndarray]:
+    """Sketches of ``ids``: older documents' from the postings' value table, new ones from the catalog."""
+    from .pairs import _values
+
+    ids, blobs = _values(con, postings, lo, np.asarray(ids, dtype=np.int64), "fp_bottomk", "sketch", SKETCH_VALUES)
+    out = {}
+    for d, b in zip(ids.tolist(), blobs):
+        out[d] = np.frombuffer(b, dtype=">u8").astype(np.uint64) if isinstance(b, (bytes, bytearray)) else np.asarray(b, dtype=np.uint64)
+    return out
+
+
+def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
+    """``N(q)`` of every new document and the sketches of everyone involved."""
+    from .pairs import key_pairs
+
+    k = settings.support
+    keys = concept_postings(con, lo, hi, settings)[CONCEPT_TABLE]
+    a, b, shared = key_pairs(keys[0], keys[1], lo, postings, CONCEPT_TABLE)
+    if k >= 2:
+        a, b = a[shared >= 2], b[shared >= 2]
+    sk = _sketches(con, postings, lo, np.unique(np.concatenate([a, b, np.arange(lo, hi + 1)])))
+    nb: dict[int, list[int]] = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        if np.intersect1d(sk[x], sk[y], assume_unique=True).size >= k:
+            if x >= lo:
+                nb.setdefault(x, []).append(y)
+            if y >= lo:
+                nb.setdefault(y, []).append(x)
+    return nb, sk
+
+
+def _next_cluster_id(con) -> int:
+    return int(con.execute("SELECT coalesce(max(cluster_id), 0) + 1 FROM (SELECT cluster_id FROM clusters UNION ALL SELECT cluster_id FROM cluster_changes)").fetchall()[0][0])
+
+
+def _remove(con, ids: list[int], method: str, batch_id: int) -> None:
+    if not ids:
+        return
+    con.register("gone_ids", pa.table({"cluster_id": pa.array(sorted(ids), pa.int64())}))
+    try:
+        con.execute("DELETE FROM cluster_members WHERE cluster_id IN (SELECT cluster_id FROM gone_ids)")
+        con.execute("DELETE FROM clusters WHERE cluster_id IN (SELECT cluster_id FROM gone_ids)")
+        con.execute("INSERT INTO cluster_changes SELECT ?, ?, cluster_id, 'removed' FROM gone_ids", [batch_id, method])
+    finally:
+        con.unregister("gone_ids")
+
+
+def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], int | None, tuple[int, ...] | None, bool]], params: dict) -> list[int]:
+    """Insert clusters ``(members, support, common, truncated)``; returns their ids."""
+    if not found:
+        return []
+    first = _next_cluster_id(con)
+    ids = list(range(first, first + len(found)))
+    rows = pa.table({
+        "cluster_id": pa.array(ids, pa.int64()),
+        "method": pa.array([method] * len(found), pa.string()),
+        "size": pa.array([len(f[0]) for f in found], pa.int32()),
+        "support": pa.array([f[1] for f in found], pa.int32()),
+        "params": pa.array([json.dumps(params, sort_keys=True)] * len(found), pa.string()),
+        "representative": pa.array([min(f[0]) for f in found], pa.int64()),
+        "common": pa.array([list(f[2]) if f[2] is not None else None for f in found], pa.list_(pa.uint64())),
+        "truncated": pa.array([f[3] for f in found], pa.bool_()),
+        "batch_id": pa.array([batch_id] * len(found), pa.int32()),
+    })
+    members = pa.table({
+        "cluster_id": pa.array(np.repeat(ids, [len(f[0]) for f in found]), pa.int64()),
+        "doc_id": pa.array([d for f in found for d in f[0]], pa.int64()),
+    })
+    con.register("new_clusters", rows)
+    con.register("new_members", members)
+    try:
+        con.execute("INSERT INTO clusters BY NAME SELECT * FROM new_clusters")
+        con.execute("INSERT INTO cluster_members SELECT * FROM new_members")
+        con.execute("INSERT INTO cluster_changes SELECT batch_id, method, cluster_id, 'created' FROM new_clusters")
+    finally:
+        con.unregister("new_clusters")
+        con.unregister("new_members")
+    return ids
+
+
+def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings) -> dict[str, int]:
+    """Bring the ``concept`` clusters up to date with new documents ``lo..hi``."""
+    k = settings.support
+    nb, sk = _neighbours(con, postings, lo, hi, settings)
+    if not nb:
+        return {"created": 0, "removed": 0}
+    # clusters a new document extends are no longer maximal
+    touched = sorted({e for q in nb for e in nb[q] if e < lo})
+    gone: list[int] = []
+    if touched:
+        con.register("nb_ids", pa.table({"doc_id": pa.array(touched, pa.int64())}))
+        try:
+            rows = con.execute(
+                "SELECT c.cluster_id, c.common, list(m.doc_id ORDER BY m.doc_id) FROM clusters c "
+                "JOIN cluster_members m USING (cluster_id) WHERE c.method = 'concept' AND c.cluster_id IN "
+                "(SELECT cluster_id FROM cluster_members WHERE doc_id IN (SELECT doc_id FROM nb_ids)) GROUP BY ALL"
+            ).fetchall()
+        finally:
+            con.unregister("nb_ids")
+        for cid, common, members in rows:
+            common = set(common or [])
+            for q, ns in nb.items():
+                near = set(ns)
+                if all(d in near for d in members) and len(common & set(sk[q].tolist())) >= k:
+                    gone.append(cid)
+                    break
+    _remove(con, gone, "concept", batch_id)
+    new = set(range(lo, hi + 1))
+    found = []
+    for q in sorted(nb):
+        for c in concepts.mine_anchor(q, sk[q], {e: sk[e] for e in nb[q]}, k, lambda d: d in new):
+            found.append((c.members, c.support, c.common, c.truncated))
+    _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
+    return {"created": len(found), "removed": len(gone)}
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, x: int) -> int:
+        p = self.parent.setdefault(x, x)
+        while p != self.parent[p]:
+            self.parent[p] = self.parent[self.parent[p]]
+            p = self.parent[p]
+        self.parent[x] = p
+        return p
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def groups(self) -> list[tuple[int, ...]]:
+        out: dict[int, list[int]] = {}
+        for x in self.parent:
+            out.setdefault(self.find(x), []).append(x)
+        return sorted(tuple(sorted(g)) for g in out.values())
+
+
+def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
+    """Merge the ``components`` touched by the batch's new pairs."""
+    method = settings.component_pairs
+    if method is None:
+        return {"created": 0, "removed": 0}
+    pairs = con.execute("SELECT doc_a, doc_b FROM duplicates WHERE batch_id = ? AND method = ?", [batch_id, method]).fetchall()
+    if not pairs:
+        return {"created": 0, "removed": 0}
+    uf = _UnionFind()
+    docs = sorted({d for p in pairs for d in p})
+    con.register("pair_docs", pa.table({"doc_id": pa.array(docs, pa.int64())}))
+    try:
+        old = con.execute(
+            "SELECT m.cluster_id, m.doc_id FROM cluster_members m JOIN clusters c USING (cluster_id) "
+            "WHERE c.method = 'components' AND m.cluster_id IN (SELECT cluster_id FROM cluster_members WHERE doc_id IN (SELECT doc_id FROM pair_docs))"
+        ).fetchall()
+    finally:
+        con.unregister("pair_docs")
+    first_of: dict[int, int] = {}
+    for cid, d in old:
+        if cid in first_of:
+            uf.union(first_of[cid], d)
+        else:
+            first_of[cid] = d
+            uf.find(d)
+    for a, b in pairs:
+        uf.union(a, b)
+    _remove(con, sorted(first_of), "components", batch_id)
+    found = [(g, None, None, False) for g in uf.groups() if len(g) > 1]
+    _insert(con, "components", batch_id, found, {"pairs": method})
+    return {"created": len(found), "removed": len(first_of)}
+
+
+def update(con, postings, lo: int, hi: int, batch_id: int, settings: Settings, timings: dict | None = None) -> dict[str, dict[str, int]]:
+    """Every incremental clustering of the index, for a batch's new documents and pairs."""
+    out = {}
+    t0 = time.perf_counter()
+    if "concept" in settings.clusters:
+        out["concept"] = update_concepts(con, postings, lo, hi, batch_id, settings)
+    if "components" in settings.clusters:
+        out["components"] = update_components(con, batch_id, settings)
+    if timings is not None:
+        timings["clusters"] = timings.get("clusters", 0.0) + time.perf_counter() - t0
+    return out
+
+
+def rebuild_incremental(con, settings: Settings, batch_id: int) -> dict[str, dict[str, int]]:
+    """Recompute ``concept`` and ``components`` from scratch (one pass over all documents),
+    recorded under ``batch_id`` in ``cluster_changes``."""
+    out = {}
+    lo_hi = con.execute("SELECT min(doc_id), max(doc_id) FROM documents").fetchall()[0]
+    for method in settings.clusters:
+        old = [r[0] for r in con.execute("SELECT cluster_id FROM clusters WHERE method = ?", [method]).fetchall()]
+        _remove(con, old, method, batch_id)
+        if lo_hi[0] is None:
+            continue
+        if method == "concept":
+            out[method] = update_concepts(con, None, lo_hi[0], lo_hi[1], batch_id, settings)
+        else:
+            pm = settings.component_pairs
+            pairs = con.execute("SELECT doc_a, doc_b FROM duplicates WHERE method = ?", [pm]).fetchall()
+            uf = _UnionFind()
+            for a, b in pairs:
+                uf.union(a, b)
+            found = [(g, None, None, False) for g in uf.groups() if len(g) > 1]
+            _insert(con, "components", batch_id, found, {"pairs": pm})
+            out[method] = {"created": len(found), "removed": len(old)}
+    return out
+
+
+__all__ = ["update", "rebuild_incremental", "concept_postings", "concept_prefix"]
+
+
+def run_requested(con, settings: Settings, names: list[str], batch_id: int, pair_method: str | None = None,
+                  theta: float = 0.0, bits: list[int] | None = None, support: int | None = None,
+                  max_component: int = 50, fingerprint: str | None = None) -> dict[str, dict]:
+    """Recompute the named clusterings from scratch (``neardup rebuild --clusters``), each under
+    its method name (a name with its parameter when they differ from the index's incremental
+    ones: ``concept_90``, ``components_simhash``, ``greedy002_5``). Returns per method name
+    ``{"clusters": n, "params": ...}``."""
+    from . import clusterings
+    from .errors import SettingsMismatch
+
+    out: dict[str, dict] = {}
+    pm = pair_method or settings.component_pairs
+    for name in names:
+        if name in clusterings.SIMHASH_METHODS:
+            fp = fingerprint or ("simhash_hp" if "simhash_hp" in settings.methods else "simhash")
+            if fp not in settings.methods:
+                raise SettingsMismatch(f"clustering {name} needs simhash fingerprints", hint="create the index with simhash or simhash_hp in --methods")
+            t = con.sql(f"SELECT f.doc_id, d.n_words, f.simhash FROM fp_{fp} f JOIN documents d USING (doc_id) ORDER BY f.doc_id").to_arrow_table()
+            ids, lens, hs = (t.column(c).to_numpy() for c in ("doc_id", "n_words", "simhash"))
+            for b in bits or [5, 10, 15]:
+                if name == "greedy002":
+                    groups = clusterings.greedy002(ids, lens, hs, b, settings.seed)
+                else:
+                    groups = clusterings.degree002(clusterings.window_edges(ids, lens, hs, b))
+                out[f"{name}_{b}"] = _replace(con, f"{name}_{b}", batch_id, groups, {"bits": b, "fingerprint": fp, "seed": settings.seed})
+            continue
+        if name == "concept":
+            k = support or settings.support
+            method = "concept" if k == settings.support and "concept" in settings.clusters else f"concept_{k}"
+            sk = {d: np.asarray(v, dtype=np.uint64) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
+            found = concepts.mine(sk, k, neighbours=_all_neighbours(sk, k))
+            old = [r[0] for r in con.execute("SELECT cluster_id FROM clusters WHERE method = ?", [method]).fetchall()]
+            _remove(con, old, method, batch_id)
+            _insert(con, method, batch_id, [(c.members, c.support, c.common, c.truncated) for c in found],
+                    {"support": k, "sketch": "bottomk", "size": settings.bottomk})
+            out[method] = {"clusters": len(found), "params": {"support": k}}
+            continue
+        if name not in clusterings.GRAPH_METHODS:
+            raise SettingsMismatch(f"unknown clustering {name!r}", hint=f"choose from concept, {', '.join(clusterings.GRAPH_METHODS + clusterings.SIMHASH_METHODS)}")
+        if pm is None or pm not in (settings.pairs or ()):
+            raise SettingsMismatch(f"clustering {name} needs pairs of a method the index computes (--pairs-method)",
+                                   hint=f"the index computes {', '.join(settings.pairs or ()) or 'no pairs'}")
+        edges = [(a, b, w) for a, b, w in con.execute("SELECT doc_a, doc_b, similarity FROM duplicates WHERE method = ?", [pm]).fetchall()]
+        params: dict = {"pairs": pm}
+        skipped = None
+        if name == "components":
+            groups = clusterings.components(edges)
+        elif name == "cliques":
+            groups, skipped = clusterings.cliques(edges, max_component)
+            params["max_component"] = max_component
+        elif name in ("center", "merge_center"):
+            groups = clusterings.center(edges, merge=name == "merge_center")
+        elif name == "star":
+            groups = clusterings.star(edges, theta)
+            params["theta"] = theta
+        elif name == "ricochet":
+            groups = clusterings.ricochet(edges)
+        else:
+            groups = clusterings.biconnected(edges)
+        method = name
+        if name == "components" and "components" in settings.clusters and pm != settings.component_pairs:
+            method = f"components_{pm}"
+        out[method] = _replace(con, method, batch_id, groups, params)
+        if skipped is not None:
+            out[method]["skipped_components"] = skipped
+    return out
+
+
+def _replace(con, method: str, batch_id: int, groups: list[tuple[int, ...]], params: dict) -> dict:
+    old = [r[0] for r in con.execute("SELECT cluster_id FROM clusters WHERE method = ?", [method]).fetchall()]
+    _remove(con, old, method, batch_id)
+    _insert(con, method, batch_id, [(g, None, None, False) for g in groups], params)
+    return {"clusters": len(groups), "params": params}
+
+
+def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
+    """``N(d)`` of every document by a prefix-filtered inverted index over the sorted sketches."""
+    from .pairs import key_pairs
+
+    ids = np.array(sorted(sk), dtype=np.int64)
+    lens = np.array([sk[d].size for d in ids.tolist()], dtype=np.int64)
+    pre = concept_prefix(lens, k)
+    keys = np.concatenate([np.sort(sk[d])[:p] for d, p in zip(ids.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.uint64)
+    docs = np.repeat(ids, pre)
+    a, b, shared = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), int(ids.min()) if ids.size else 0, None, CONCEPT_TABLE)
+    if k >= 2:
+        a, b = a[shared >= 2], b[shared >= 2]
+    nb: dict[int, list[int]] = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        if np.intersect1d(sk[x], sk[y]).size >= k:
+            nb.setdefault(x, []).append(y)
+            nb.setdefault(y, []).append(x)
+    return nb

@@ -1,0 +1,194 @@
+"""Clusters of k-similar documents: the maximal sets of documents whose sketches share >= k elements.
+
+Seeds 000 and 001 (Kuznetsov, Ignatov et al.) define a cluster of duplicates
+as a set of documents X whose images (bottom-k sketches, here) have at least
+k elements in common, ``|I(X)| >= k`` with ``I(X)`` the intersection of their
+sketches, and report it with that number (their CountCommonFingerprints).
+They computed the maximal such sets with FPmax* on the transposed context
+(fingerprints as transactions, documents as items). This module computes
+exactly those maximal sets, locally:
+
+* Only neighbours can share: if ``d`` is in a valid set, every other member
+  ``e`` has ``|S(d) ∩ S(e)| >= k``, so every set containing ``d`` lies inside
+  ``N[d] = {d} ∪ {e : |S(d) ∩ S(e)| >= k}``.
+* Per **anchor** ``q``, each neighbour becomes a bit mask over the positions of
+  ``S(q)`` (which of q's elements it holds); ``I(X)`` for ``X ∋ q`` is the AND
+  of the masks and ``|I(X)|`` its popcount. Neighbours with equal masks are
+  interchangeable within ``N[q]`` and are collapsed into one weighted object.
+* A depth-first search over the objects (closure, an excluded object that
+  contains the current intersection prunes the branch, look-ahead when all
+  remaining candidates fit together) lists the sets containing q that no
+  object of ``N(q)`` can extend: since any extension of such a set is a
+  neighbour of q, these are exactly the globally maximal sets containing q.
+* Each set is reported once, from its smallest member among the "new"
+  documents (all documents when mining from scratch): objects holding a
+  smaller new document are excluded from the set but still checked for
+  maximality.
+
+A work budget per anchor (DFS nodes) bounds the exponential worst case; when
+it runs out the anchor reports one **truncated** cluster, its whole
+neighbourhood, instead (``Concept.truncated``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_BUDGET = 200_000
+
+
+@dataclass(frozen=True)
+class Concept:
+    """A maximal set of documents with at least k common sketch elements."""
+
+    members: tuple[int, ...]  # ascending doc ids
+    common: tuple[int, ...]  # the common elements I(X), ascending
+    truncated: bool = False
+
+    @property
+    def support(self) -> int:
+        return len(self.common)
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def _popcount(x: int) -> int:
+    return x.bit_count()
+
+
+def masks(sq: np.ndarray, others: Iterable[np.ndarray]) -> list[int]:
+    """For each other sketch, the bit mask of the positions of ``sq`` it holds."""
+    out = []
+    weights = [1 << i for i in range(sq.size)]
+    for so in others:
+        hit = np.isin(sq, so, assume_unique=True)
+        out.append(sum(w for w, h in zip(weights, hit.tolist()) if h))
+    return out
+
+
+def mine_anchor(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k: int,
+                is_new=lambda d: True, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """The maximal sets containing ``q`` whose smallest new member is ``q``.
+
+    ``sq``: q's sketch (distinct values, any order, the same order defines the
+    bits); ``neighbours``: ``{doc: sketch}`` of every document sharing at least
+    ``k`` elements with q (q itself excluded); ``is_new(doc)``: whether a
+    document is new (sets are reported from their smallest new member).
+    """
+    sq = np.asarray(sq)
+    if sq.size < k:
+        return []
+    docs = sorted(neighbours)
+    ms = masks(sq, (neighbours[d] for d in docs))
+    groups: dict[int, list[int]] = {}
+    for d, m in zip(docs, ms):
+        groups.setdefault(m, []).append(d)
+    cand, excl = [], []
+    for m, members in sorted(groups.items(), key=lambda g: (min(g[1]), g[0])):
+        (excl if any(is_new(d) and d < q for d in members) else cand).append((m, tuple(members)))
+    full = (1 << sq.size) - 1
+    found: list[tuple[int, list]] = []
+    left = [budget]
+    try:
+        _dfs(full, [], cand, excl, k, found, left)
+    except _OutOfBudget:
+        everyone = [q, *docs]
+        inter = full
+        for m in ms:
+            inter &= m
+        if any(is_new(d) and d < q for d in docs):
+            return []  # a smaller new anchor reports this neighbourhood too
+        return [Concept(tuple(sorted(everyone)), _common(sq, inter), truncated=True)]
+    out = []
+    for m, objs in found:
+        members = sorted([q, *[d for _, mem in objs for d in mem]])
+        out.append(Concept(tuple(members), _common(sq, m)))
+    return out
+
+
+def _common(sq: np.ndarray, m: int) -> tuple[int, ...]:
+    return tuple(sorted(int(v) for i, v in enumerate(sq.tolist()) if m >> i & 1))
+
+
+def _dfs(m: int, chosen: list, cand: list, excl: list, k: int, found: list, left: list) -> None:
+    left[0] -= 1
+    if left[0] < 0:
+        raise _OutOfBudget
+    # closure: candidates holding all of the current intersection join for free
+    closed = [o for o in cand if o[0] & m == m]
+    if closed:
+        chosen = chosen + closed
+        cand = [o for o in cand if o[0] & m != m]
+    # an excluded object holding the intersection extends every set below: none is maximal
+    for e, _ in excl:
+        if e & m == m:
+            return
+    if not cand:
+        if all(_popcount(m & e) < k for e, _ in excl):
+            found.append((m, chosen))
+        return
+    together = m
+    for o, _ in cand:
+        together &= o
+    if _popcount(together) >= k:  # all remaining candidates fit: the one maximal set below
+        if all(_popcount(together & e) < k for e, _ in excl):
+            found.append((together, chosen + cand))
+        return
+    for i, obj in enumerate(cand):
+        m2 = m & obj[0]
+        below = [o for o in cand[i + 1 :] if _popcount(m2 & o[0]) >= k]
+        out = [o for o in excl + cand[:i] if _popcount(m2 & o[0]) >= k]
+        _dfs(m2, chosen + [obj], below, out, k, found, left)
+
+
+def neighbours_brute(sketches: Mapping[int, np.ndarray], k: int) -> dict[int, list[int]]:
+    """``N(d)`` for every document, by comparing all pairs (tests, small inputs)."""
+    ids = sorted(sketches)
+    sets = {d: set(np.asarray(sketches[d]).tolist()) for d in ids}
+    out: dict[int, list[int]] = {d: [] for d in ids}
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if len(sets[a] & sets[b]) >= k:
+                out[a].append(b)
+                out[b].append(a)
+    return out
+
+
+def mine(sketches: Mapping[int, np.ndarray], k: int, neighbours: Mapping[int, list[int]] | None = None,
+         new: set[int] | None = None, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """Every maximal set of at least two documents with >= k common sketch elements
+    that contains a ``new`` document (all documents when None), each once."""
+    nb = neighbours if neighbours is not None else neighbours_brute(sketches, k)
+    is_new = (lambda d: True) if new is None else (lambda d: d in new)
+    out = []
+    for q in sorted(sketches if new is None else new):
+        if not nb.get(q):
+            continue
+        out += mine_anchor(q, np.asarray(sketches[q]), {e: np.asarray(sketches[e]) for e in nb[q]}, k, is_new, budget)
+    return sorted(out, key=lambda c: c.members)
+
+
+def brute_force(sketches: Mapping[int, Iterable[int]], k: int) -> set[tuple[tuple[int, ...], int]]:
+    """Every maximal set (at least two documents) with >= k common elements, by listing all
+    subsets: ``{(members, support)}``. Exponential; for tests on a handful of documents."""
+    ids = sorted(sketches)
+    sets = {d: frozenset(sketches[d]) for d in ids}
+    valid = {}
+    for mask in range(1, 1 << len(ids)):
+        members = tuple(d for i, d in enumerate(ids) if mask >> i & 1)
+        inter = frozenset.intersection(*(sets[d] for d in members))
+        if len(inter) >= k:
+            valid[members] = len(inter)
+    out = set()
+    for members, support in valid.items():
+        if len(members) < 2:
+            continue
+        if any(set(members) < set(other) for other in valid if len(other) > len(members)):
+            continue
+        out.add((members, support))
+    return out
