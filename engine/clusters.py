@@ -83,14 +83,28 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
     if k >= 2:
         a, b = a[shared >= 2], b[shared >= 2]
     sk = _sketches(con, postings, lo, np.unique(np.concatenate([a, b, np.arange(lo, hi + 1)])))
+    keep = overlaps(sk, a, b) >= k
     nb: dict[int, list[int]] = {}
-    for x, y in zip(a.tolist(), b.tolist()):
-        if np.intersect1d(sk[x], sk[y], assume_unique=True).size >= k:
-            if x >= lo:
-                nb.setdefault(x, []).append(y)
-            if y >= lo:
-                nb.setdefault(y, []).append(x)
+    for x, y in zip(a[keep].tolist(), b[keep].tolist()):
+        if x >= lo:
+            nb.setdefault(x, []).append(y)
+        if y >= lo:
+            nb.setdefault(y, []).append(x)
     return nb, sk
+
+
+def overlaps(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Common values of the sketches of each pair (compiled merge of the sorted sketches)."""
+    from . import kernels
+
+    if a.size == 0:
+        return np.zeros(0, np.int64)
+    ids = np.unique(np.concatenate([a, b]))
+    parts = [np.sort(sk[d]) for d in ids.tolist()]
+    offs = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([p.size for p in parts], out=offs[1:])
+    data = np.concatenate(parts).astype(np.uint64)
+    return kernels.pair_overlap(data, offs, np.searchsorted(ids, a), np.searchsorted(ids, b))
 
 
 def _next_cluster_id(con) -> int:
@@ -362,9 +376,9 @@ def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
     a, b, shared = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), int(ids.min()) if ids.size else 0, None, CONCEPT_TABLE)
     if k >= 2:
         a, b = a[shared >= 2], b[shared >= 2]
+    keep = overlaps(sk, a, b) >= k
     nb: dict[int, list[int]] = {}
-    for x, y in zip(a.tolist(), b.tolist()):
-        if np.intersect1d(sk[x], sk[y]).size >= k:
-            nb.setdefault(x, []).append(y)
-            nb.setdefault(y, []).append(x)
+    for x, y in zip(a[keep].tolist(), b[keep].tolist()):
+        nb.setdefault(x, []).append(y)
+        nb.setdefault(y, []).append(x)
     return nb

@@ -62,13 +62,20 @@ def _popcount(x: int) -> int:
 
 
 def masks(sq: np.ndarray, others: Iterable[np.ndarray]) -> list[int]:
-    """For each other sketch, the bit mask of the positions of ``sq`` it holds."""
-    out = []
-    weights = [1 << i for i in range(sq.size)]
-    for so in others:
-        hit = np.isin(sq, so, assume_unique=True)
-        out.append(sum(w for w, h in zip(weights, hit.tolist()) if h))
-    return out
+    """For each other sketch, the bit mask of the positions of ``sq`` it holds (bit i: ``sq[i]``)."""
+    others = [np.asarray(o) for o in others]
+    if not others:
+        return []
+    order = np.argsort(sq, kind="stable")
+    ssorted = sq[order]
+    owner = np.repeat(np.arange(len(others)), [o.size for o in others])
+    vals = np.concatenate(others)
+    pos = np.minimum(np.searchsorted(ssorted, vals), ssorted.size - 1)
+    hit = ssorted[pos] == vals
+    bits = np.zeros((len(others), sq.size), dtype=bool)
+    bits[owner[hit], order[pos[hit]]] = True
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
 def mine_anchor(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k: int,
@@ -112,7 +119,8 @@ def mine_anchor(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k:
 
 
 def _common(sq: np.ndarray, m: int) -> tuple[int, ...]:
-    return tuple(sorted(int(v) for i, v in enumerate(sq.tolist()) if m >> i & 1))
+    bits = np.unpackbits(np.frombuffer(m.to_bytes((sq.size + 7) // 8, "little"), dtype=np.uint8), bitorder="little")[: sq.size]
+    return tuple(sorted(sq[bits.astype(bool)].tolist()))
 
 
 def _dfs(m: int, chosen: list, cand: list, excl: list, k: int, found: list, left: list) -> None:

@@ -423,3 +423,25 @@ def pair_bottomk(data, offs, ra, rb, k):
             taken += 1
         out[p] = both / taken if taken > 0 else 1.0
     return out
+
+
+@njit(cache=True, nogil=True)
+def pair_overlap(data, offs, ra, rb):
+    """How many values the sorted sets ``data[offs[r]:offs[r+1]]`` of each row pair share."""
+    out = np.empty(ra.size, np.int64)
+    for p in range(ra.size):
+        i, ie = offs[ra[p]], offs[ra[p] + 1]
+        j, je = offs[rb[p]], offs[rb[p] + 1]
+        inter = 0
+        while i < ie and j < je:
+            x, y = data[i], data[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                i += 1
+            else:
+                j += 1
+        out[p] = inter
+    return out

@@ -133,3 +133,27 @@ def test_sql_refuses_writes_and_reports_bad_queries(tmp_path):
     assert r.exit_code == 2 and "syntax error" in r.output
     r = invoke("sql", "--index", idx, "--format", "xml", "SELECT 1")
     assert r.exit_code == 2
+
+
+def test_ingest_reports_pairs_and_clusters_and_rebuild_runs_other_clusterings(tmp_path):
+    ix = str(tmp_path / "ix")
+    r = invoke("ingest", "--index", ix, "--pairs", "jaccard,simhash", str(FIXTURES / "crawl" / "sample.warc.gz"), str(FIXTURES / "text" / "chain.jsonl"))
+    assert r.exit_code == 0, r.output
+    assert "new duplicate pairs: jaccard" in r.output and "clusters: concept +" in r.output
+    r = invoke("rebuild", "--index", ix, "--clusters", "center,star,biconnected,greedy002,concept", "--bits", "5", "--support", "90")
+    assert r.exit_code == 0, r.output
+    for name in ("center:", "star:", "biconnected:", "greedy002_5:", "concept_90:"):
+        assert name in r.output
+    r = invoke("sql", "--index", ix, "--format", "csv", "SELECT method, count(*) FROM clusters GROUP BY method ORDER BY method")
+    methods = dict(line.split(",") for line in r.output.splitlines()[1:])
+    assert set(methods) == {"biconnected", "center", "components", "concept", "concept_90", "greedy002_5", "star"}
+    # the chain is one component but splits into several concept clusters
+    r = invoke("sql", "--index", ix, "--format", "csv",
+               "SELECT c.method, count(DISTINCT c.cluster_id) FROM clusters c JOIN cluster_members USING (cluster_id) JOIN documents d USING (doc_id) "
+               "WHERE d.url LIKE 'https://chain.%' AND c.method IN ('components', 'concept') GROUP BY 1 ORDER BY 1")
+    counts = dict(line.split(",") for line in r.output.splitlines()[1:])
+    assert counts["components"] == "1" and int(counts["concept"]) > 1
+    r = invoke("info", "--index", ix)
+    assert "clusters" in r.output and "concept=" in r.output
+    r = invoke("rebuild", "--index", ix, "--clusters", "nope")
+    assert r.exit_code == 2 and "unknown clustering" in r.output

@@ -149,3 +149,69 @@ def test_concept_clusters_after_many_batches_equal_fpgrowth_on_the_stored_sketch
     want = {(tuple(sorted(items)), supp) for items, supp in fim.fpgrowth(list(transactions.values()), target="m", supp=-20, zmin=2)}
     assert got and got == want
     assert bad == 0
+
+
+# -- the clusterings run on request, on small graphs worked out by hand --------------------
+
+from neardup import clusterings  # noqa: E402
+
+#   1 - 2 - 3     a path, edge weights 0.9 and 0.8
+#   4 = 5 = 6     a triangle, weights 0.95, 0.85, 0.7 (4-6)
+#   6 - 7         a pendant edge, 0.6
+GRAPH = [(1, 2, 0.9), (2, 3, 0.8), (4, 5, 0.95), (5, 6, 0.85), (4, 6, 0.7), (6, 7, 0.6)]
+
+
+def test_components_and_cliques():
+    assert clusterings.components(GRAPH) == [(1, 2, 3), (4, 5, 6, 7)]
+    assert clusterings.cliques(GRAPH) == ([(1, 2), (2, 3), (4, 5, 6), (6, 7)], 0)
+    assert clusterings.cliques(GRAPH, max_component=3) == ([(1, 2), (2, 3)], 1)
+
+
+def test_center_and_merge_center():
+    # by weight: 4-5 (4 centre, 5 joins), 1-2 (1 centre, 2 joins), 5-6 (5 is no centre: skip),
+    # 2-3 (2 no centre: skip), 4-6 (4 centre, 6 joins), 6-7 (6 no centre: skip)
+    assert clusterings.center(GRAPH) == [(1, 2), (4, 5, 6)]
+    # merge-center: 5-6 ... no edge joins a centre to another cluster here, so the same
+    assert clusterings.center(GRAPH, merge=True) == [(1, 2), (4, 5, 6)]
+    # a centre meeting a member of another cluster merges the two
+    g = [(1, 2, 0.9), (3, 4, 0.8), (1, 3, 0.7)]
+    assert clusterings.center(g) == [(1, 2), (3, 4)]
+    assert clusterings.center(g, merge=True) == [(1, 2, 3, 4)]
+
+
+def test_star():
+    # degrees: 6 has 3 (4, 5, 7), 2, 4, 5 have 2; 6 is the first star, then 2 (its neighbours 1, 3)
+    assert clusterings.star(GRAPH) == [(1, 2, 3), (4, 5, 6, 7)]
+    # with theta 0.8 the edges 4-6 and 6-7 go: 5 has degree 2, then 2
+    assert clusterings.star(GRAPH, theta=0.8) == [(1, 2, 3), (4, 5, 6)]
+
+
+def test_ricochet_sequential_rippling():
+    # average weights: 1: 0.9, 5: 0.9, 2: 0.85, 4: 0.825, 3: 0.8, 6: 0.717, 7: 0.6; tried in that order:
+    # 1 becomes a seed and takes 2; 5 takes 4 and 6; 2 becomes a seed for 3 (unassigned) and leaves 1;
+    # 4 would move nothing (6 is closer to 5); 3 neither; 6 becomes a seed for 7; all are assigned.
+    # Seed 1 is left alone and joins its nearest seed, 2.
+    assert clusterings.ricochet(GRAPH) == [(1, 2, 3), (4, 5), (6, 7)]
+
+
+def test_biconnected_components_overlap_at_articulation_points():
+    assert clusterings.biconnected(GRAPH) == [(1, 2), (2, 3), (4, 5, 6), (6, 7)]
+
+
+def test_report_002_grouping_and_highest_degree_first():
+    ids = np.array([1, 2, 3, 4, 5], dtype=np.int64)
+    lengths = np.array([500, 520, 560, 900, 505], dtype=np.int64)
+    hashes = np.array([0b0000, 0b0111, 0b1111, 0b0000, 0b0001], dtype=np.uint64)
+    # within +-20% of length and 2 bits: 1-5 (1 bit), 2-5 (2), 2-3 (1); 1-2 has 3 bits; 4 is too long
+    edges = clusterings.window_edges(ids, lengths, hashes, 2)
+    assert sorted(edges) == [(1, 5, 1 - 1 / 64), (2, 3, 1 - 1 / 64), (2, 5, 1 - 2 / 64)]
+    # degrees 2 (documents 2 and 5): 2 goes first with 3 and 5; 1 is left alone
+    assert clusterings.degree002(edges) == [(2, 3, 5)]
+    groups = clusterings.greedy002(ids, lengths, hashes, 2, seed=0)
+    assert all(len(g) > 1 for g in groups)
+    members = [d for g in groups for d in g]
+    assert len(members) == len(set(members))  # every document in at most one group
+    for g in groups:  # each group lies within its first pick's window
+        ls = [int(lengths[ids.tolist().index(d)]) for d in g]
+        assert max(ls) <= 1.2 * min(ls) + 2
+    assert groups == clusterings.greedy002(ids, lengths, hashes, 2, seed=0)  # fixed by the seed
