@@ -19,6 +19,9 @@ def snapshot(path: Path) -> dict:
             "batches": con.execute(f"SELECT {BATCH_COLS} FROM batches ORDER BY batch_id").fetchall(),
             "settings": con.execute("SELECT * FROM settings ORDER BY key").fetchall(),
             "duplicates": con.execute("SELECT * FROM duplicates ORDER BY ALL").fetchall(),
+            "clusters": con.execute(
+                "SELECT c.*, list(m.doc_id ORDER BY m.doc_id) FROM clusters c JOIN cluster_members m USING (cluster_id) GROUP BY ALL ORDER BY ALL").fetchall(),
+            "cluster_changes": con.execute("SELECT * FROM cluster_changes ORDER BY ALL").fetchall(),
         }
         tables = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
