@@ -7,7 +7,7 @@ it, in the same run, a floor: the same records read with the same libraries
 and nothing else (warcio + selectolax for the WARC, ``json.loads`` for the
 JSONL), so the ratio shows what the index costs on top of reading.
 
-    python benchmarks/ingest_speed.py --mb 60 --runs 5
+    python benchmarks/ingest_speed.py --mb 60 --runs 5 [--stages fingerprints|all]
 """
 
 from __future__ import annotations
@@ -53,10 +53,11 @@ print(n, time.perf_counter() - t0)
 
 NEARDUP = """
 import sys, time
-from neardup import Index
+from neardup import Index, Settings
 from neardup.ingest import ingest
 t0 = time.perf_counter()
-r = ingest(Index(sys.argv[2]), sys.argv[1])
+s = Settings(pairs=(), clusters=()) if sys.argv[3] == "fingerprints" else Settings()
+r = ingest(Index(sys.argv[2]), sys.argv[1], create_with=s)
 print(r.n_bytes, time.perf_counter() - t0, r.n_docs)
 """
 
@@ -66,14 +67,14 @@ def run(code: str, *args: str) -> tuple[int, float]:
     return int(out[0]), float(out[1])  # bytes, seconds inside the process (after imports)
 
 
-def measure(path: Path, floor: str, runs: int) -> dict:
+def measure(path: Path, floor: str, runs: int, stages: str) -> dict:
     ours, inner, base = [], [], []
     nbytes = 0
     for _ in range(runs):
         tmp = Path(tempfile.mkdtemp(prefix="neardup-bench-"))
         try:
             t0 = time.perf_counter()
-            nbytes, t_in = run(NEARDUP, str(path), str(tmp / "idx"))
+            nbytes, t_in = run(NEARDUP, str(path), str(tmp / "idx"), stages)
             ours.append(time.perf_counter() - t0)  # whole process, imports included
             inner.append(t_in)
         finally:
@@ -100,10 +101,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=60)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--stages", choices=["fingerprints", "all"], default="fingerprints",
+                    help="fingerprints: an index without pair methods and clusterings (the fingerprint stage); "
+                         "all: the default settings (pairs and clusters too; these corpora are dozens of "
+                         "3%%-edited copies of each page, the worst case for both)")
     a = ap.parse_args()
     rows = [
-        measure(build_warc(a.mb), FLOOR_WARC, a.runs),
-        measure(build_jsonl(a.mb), FLOOR_JSONL, a.runs),
+        measure(build_warc(a.mb), FLOOR_WARC, a.runs, a.stages),
+        measure(build_jsonl(a.mb), FLOOR_JSONL, a.runs, a.stages),
     ]
     print("| input | payload MB | neardup ingest (median s) | MB/s | MB/s after start-up | read-only floor (s) | floor MB/s | neardup / floor |")
     print("|---|---|---|---|---|---|---|---|")

@@ -25,9 +25,9 @@ exactly those maximal sets, locally:
   smaller new document are excluded from the set but still checked for
   maximality.
 
-A work budget per anchor (DFS nodes) bounds the exponential worst case; when
-it runs out the anchor reports one **truncated** cluster, its whole
-neighbourhood, instead (``Concept.truncated``).
+A work budget per anchor (20,000 search nodes, 1,000 reported sets) bounds
+the exponential worst case; when it runs out the anchor reports one
+**truncated** cluster, its whole neighbourhood, instead (``Concept.truncated``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DEFAULT_BUDGET = 200_000
+#: search nodes an anchor may visit; each visited node costs a few bit operations per neighbour
+DEFAULT_BUDGET = 20_000
+#: maximal sets one anchor may report before it falls back to its neighbourhood
+MAX_SETS = 1_000
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def _common(sq: np.ndarray, m: int) -> tuple[int, ...]:
 
 def _dfs(m: int, chosen: list, cand: list, excl: list, k: int, found: list, left: list) -> None:
     left[0] -= 1
-    if left[0] < 0:
+    if left[0] < 0 or len(found) > MAX_SETS:
         raise _OutOfBudget
     # closure: candidates holding all of the current intersection join for free
     closed = [o for o in cand if o[0] & m == m]
