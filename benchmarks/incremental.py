@@ -11,7 +11,7 @@ write the copy back), then times
 ``neardup.ingest.ingest`` of the batch in a fresh process (start-up excluded).
 The ratio is the median time over the median time into an empty index.
 
-    python benchmarks/incremental.py --sizes 0,10000,30000,100000 --batch 1000 --runs 3
+    python benchmarks/incremental.py --sizes 0,10000,30000,100000 --batch 1000 --runs 3 [--stages pairs|all]
 """
 
 from __future__ import annotations
@@ -32,15 +32,16 @@ from corpus import build_dedup_jsonl  # noqa: E402
 
 RUN = """
 import json, sys
-from neardup import Index
+from neardup import Index, Settings
 from neardup.ingest import ingest
-r = ingest(Index(sys.argv[2]), sys.argv[1])
+s = Settings(clusters=()) if sys.argv[3] == "pairs" else Settings()
+r = ingest(Index(sys.argv[2]), sys.argv[1], create_with=s)
 print(json.dumps({"seconds": r.seconds, "pairs": r.pairs, "timings": r.timings}))
 """
 
 
-def ingest_timed(path: Path, index: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index)], capture_output=True, text=True)
+def ingest_timed(path: Path, index: Path, stages: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index), stages], capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"ingest of {path} into {index} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -51,6 +52,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="0,10000,30000,100000")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--stages", choices=["pairs", "all"], default="all",
+                    help="pairs: an index without the incremental clusterings; all: the default settings")
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
     corpus = build_dedup_jsonl(max(sizes) + a.batch, max_words=400)
@@ -59,7 +62,7 @@ def main() -> None:
     try:
         batch = tmp / "batch.jsonl"
         batch.write_text("\n".join(lines[-a.batch :]) + "\n", encoding="utf-8")
-        print(f"batch: {a.batch} documents ({batch.stat().st_size / 1e6:.1f} MB); medians of {a.runs} runs\n")
+        print(f"batch: {a.batch} documents ({batch.stat().st_size / 1e6:.1f} MB); stages: {a.stages}; medians of {a.runs} runs\n")
         print("| documents in the index | batch seconds (median) | pairs found (jaccard) | ratio to an empty index | all runs (s) |")
         print("|---|---|---|---|---|")
         base_time = None
@@ -68,7 +71,7 @@ def main() -> None:
             if n:
                 part = tmp / f"base-{n}.jsonl"
                 part.write_text("\n".join(itertools.islice(lines, n)) + "\n", encoding="utf-8")
-                ingest_timed(part, prepared)
+                ingest_timed(part, prepared, a.stages)
                 # start from a checkpointed catalog: the batch then pays its own log, not the base's
                 subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')",
                                 str(prepared / "catalog.duckdb")], check=True)
@@ -78,7 +81,7 @@ def main() -> None:
                 if n:
                     shutil.copytree(prepared, trial)
                 os.sync()  # or the batch's first fsync pays for writing the copy back
-                res = ingest_timed(batch, trial)
+                res = ingest_timed(batch, trial, a.stages)
                 times.append(res["seconds"])
                 pairs = res["pairs"]
                 shutil.rmtree(trial, ignore_errors=True)

@@ -36,12 +36,23 @@ CONCEPT_TABLE = "concept_prefix"
 SKETCH_VALUES = "bottomk"
 
 
+#: concept neighbours share at least this many of their posted first values (at most k)
+PREFIX_SHARED = 8
+
+
+def shared_needed(k: int) -> int:
+    return min(PREFIX_SHARED, k)
+
+
 def concept_prefix(lens: np.ndarray, k: int) -> np.ndarray:
-    """Per sketch, how many of its first values to post: two sketches with >= k common
-    values share >= min(2, k) of their first ``len - k + 2`` (``neardup.pairs.prefix_lengths``)."""
+    """Per sketch, how many of its first values to post: two sorted sketches with >= k common
+    values share >= c = ``shared_needed(k)`` of their first ``len - k + c`` (the j-th common value
+    sits at most ``len - k`` places after position j; ``neardup.pairs.prefix_lengths``). Asking
+    for c shared values rather than one keeps values common to many documents from making
+    every pair of them a candidate to count."""
     lens = np.asarray(lens, dtype=np.int64)
-    extra = 2 if k >= 2 else 1
-    return np.where(lens >= k, np.minimum(lens - k + extra, lens), 0)
+    c = shared_needed(k)
+    return np.where(lens >= k, np.minimum(lens - k + c, lens), 0)
 
 
 def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple]:
@@ -79,9 +90,7 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
 
     k = settings.support
     keys = concept_postings(con, lo, hi, settings)[CONCEPT_TABLE]
-    a, b, shared = key_pairs(keys[0], keys[1], lo, postings, CONCEPT_TABLE)
-    if k >= 2:
-        a, b = a[shared >= 2], b[shared >= 2]
+    a, b, shared = key_pairs(keys[0], keys[1], lo, postings, CONCEPT_TABLE, min_shared=shared_needed(k))
     sk = _sketches(con, postings, lo, np.unique(np.concatenate([a, b, np.arange(lo, hi + 1)])))
     keep = overlaps(sk, a, b) >= k
     nb: dict[int, list[int]] = {}
@@ -373,9 +382,8 @@ def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
     pre = concept_prefix(lens, k)
     keys = np.concatenate([np.sort(sk[d])[:p] for d, p in zip(ids.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.uint64)
     docs = np.repeat(ids, pre)
-    a, b, shared = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), int(ids.min()) if ids.size else 0, None, CONCEPT_TABLE)
-    if k >= 2:
-        a, b = a[shared >= 2], b[shared >= 2]
+    a, b, shared = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), int(ids.min()) if ids.size else 0, None, CONCEPT_TABLE,
+                             min_shared=shared_needed(k))
     keep = overlaps(sk, a, b) >= k
     nb: dict[int, list[int]] = {}
     for x, y in zip(a[keep].tolist(), b[keep].tolist()):
