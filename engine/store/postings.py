@@ -133,18 +133,23 @@ class MemoryPostings(Postings):
     def apply_batch(self, batch_id, postings):
         if batch_id <= self._applied:
             return
-        staged = {t: dict(v) for t, v in self._data.items()}
-        values = {t: dict(v) for t, v in self._values.items()}
-        for table, (keys, ids) in postings.items():
-            if table.startswith(VALUES):
-                values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), ids))
-                continue
-            tab = staged.setdefault(table, {})
-            for k, new in group_postings(keys, ids):
+        # check every append first, then apply in place (copying the store per batch made a
+        # rebuild's replay quadratic in the number of batches)
+        grouped = {t: list(group_postings(k, i)) for t, (k, i) in postings.items() if not t.startswith(VALUES)}
+        for table, items in grouped.items():
+            tab = self._data.get(table, {})
+            for k, new in items:
                 old = tab.get(k)
-                tab[k] = new if old is None else _append(old, new, table, k)
-        self._data = staged
-        self._values = values
+                if old is not None:
+                    _append(old[-1:], new, table, k)
+        for table, items in grouped.items():
+            tab = self._data.setdefault(table, {})
+            for k, new in items:
+                old = tab.get(k)
+                tab[k] = new if old is None else np.concatenate([old, new])
+        for table, (keys, vals) in postings.items():
+            if table.startswith(VALUES):
+                self._values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), vals))
         self._applied = batch_id
 
     def dump(self):
