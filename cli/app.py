@@ -336,6 +336,44 @@ def rebuild(
 
 
 @app.command()
+def evaluate(
+    index: IndexOpt = DEFAULT_INDEX,
+    gold: Annotated[str | None, typer.Option(help="CSV of reference duplicate pairs: two columns of urls or doc ids; header optional.")] = None,
+    gold_clusters: Annotated[str | None, typer.Option(help="CSV of reference clusters: url,cluster_label; header optional.")] = None,
+    out_dir: Annotated[str | None, typer.Option("--out", help="Folder for CSV files: all measures, and the unique pairs per method.")] = None,
+) -> None:
+    """Compare every pair method and clustering with reference pairs/clusters (000's Comparator,
+    precision/recall/F1 per threshold, 004's cluster Pr/Re/F1/CPr); results go to `evaluations`."""
+    from neardup.evaluate import evaluate as run
+
+    try:
+        ev = run(Index(index), gold, gold_clusters, out_dir)
+    except NeardupError as exc:
+        _fail(exc)
+    for what, n in ev.unknown.items():
+        if n:
+            err.print(f"[yellow]{n} {what} name documents not in the index (left out)[/]", highlight=False)
+    t = Table("method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1")
+    scores = {(r["method"], r["measure"]): r["value"] for r in ev.rows if r["threshold"] is None}
+    for m, c in ev.comparator.items():
+        t.add_row(m, str(c["gold_pairs"]), str(c["found_pairs"]), str(c["unique_gold_pairs"]), str(c["unique_found_pairs"]),
+                  str(c["common_pairs"]), f"{scores[(m, 'precision')]:.3f}", f"{scores[(m, 'recall')]:.3f}", f"{scores[(m, 'f1')]:.3f}")
+    out.print(t)
+    if ev.cluster:
+        t = Table("clustering", "Pr", "Re", "F1", "CPr")
+        for m, c in ev.cluster.items():
+            t.add_row(m, f"{c['Pr']:.3f}", f"{c['Re']:.3f}", f"{c['F1']:.3f}", f"{c['CPr']:.3f}")
+        out.print(t)
+    by_t: dict[str, list[str]] = {}
+    for r in ev.rows:
+        if r["threshold"] is not None and r["measure"] == "f1":
+            by_t.setdefault(r["method"], []).append(f"{r['threshold']:g}: {r['value']:.3f}")
+    for m, cells in by_t.items():
+        out.print(f"F1 of {m} by similarity threshold: " + ", ".join(cells), highlight=False)
+    out.print(f"evaluation run {ev.run_id} stored in evaluations ({ev.seconds:.2f} s)", highlight=False)
+
+
+@app.command()
 def info(index: IndexOpt = DEFAULT_INDEX) -> None:
     """Show an index's settings, counts, postings and recent batches."""
     try:

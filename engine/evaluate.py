@@ -1,0 +1,237 @@
+"""``neardup evaluate``: the seeds' comparisons of found duplicates with a reference.
+
+* **Comparator** (000, section 3, item 8): for a method, the number of pairs
+  in the reference list, the number found, the reference pairs not found
+  ("unique reference pairs"), the found pairs not in the reference ("unique
+  found pairs") and the pairs in both; the two unique lists are written as CSV.
+* **Pair precision, recall, F1** per pair method, and per similarity
+  threshold (the layout of 001's tables: one row per threshold).
+* **Cluster Pr, Re, F1, CPr** exactly as 004 defines them: each reference
+  cluster g_i is matched with the found cluster f(g_i) sharing most members;
+  ``Pr_i = |f(g_i) ∩ g_i| / |f(g_i)|``, ``Re_i = |f(g_i) ∩ g_i| / |g_i|``; Pr and
+  Re are their averages weighted by ``|g_i| / |R|`` (R: all reference
+  members); ``F1 = 2 Pr Re / (Pr + Re)``; ``CPr_i`` is the share of the pairs
+  of found cluster c_i whose two members share a reference cluster, and CPr
+  their mean.
+
+Reference pairs and clusters name documents by url (or by doc id); a url
+stands for its latest version, and a relative path (``dir/x.html`` or
+``file://dir/x.html``) stands for the one ingested ``file:///`` url that ends
+with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import combinations
+from pathlib import Path
+
+from .errors import InputError
+
+Pair = tuple[int, int]
+
+
+def comparator(found: set[Pair], gold: set[Pair]) -> dict[str, int]:
+    """000's Comparator: its five numbers."""
+    return {
+        "gold_pairs": len(gold),
+        "found_pairs": len(found),
+        "unique_gold_pairs": len(gold - found),
+        "unique_found_pairs": len(found - gold),
+        "common_pairs": len(found & gold),
+    }
+
+
+def pair_scores(found: set[Pair], gold: set[Pair]) -> dict[str, float]:
+    common = len(found & gold)
+    p = common / len(found) if found else 1.0
+    r = common / len(gold) if gold else 1.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def cluster_scores(found: list[set[int]], gold: list[set[int]]) -> dict[str, float]:
+    """004's Pr, Re, F1 and CPr of found clusters against reference clusters."""
+    total = sum(len(g) for g in gold)
+    pr = re = 0.0
+    for g in gold:
+        best = max(found, key=lambda c: (len(c & g), -len(c)), default=set())
+        inter = len(best & g)
+        pr += len(g) / total * (inter / len(best) if best else 0.0)
+        re += len(g) / total * (inter / len(g))
+    label = {d: i for i, g in enumerate(gold) for d in g}
+    cprs = []
+    for c in found:
+        if len(c) < 2:
+            continue
+        pairs = list(combinations(sorted(c), 2))
+        same = sum(1 for t, s in pairs if t in label and label.get(s) == label[t])
+        cprs.append(same / len(pairs))
+    return {
+        "Pr": pr, "Re": re, "F1": 2 * pr * re / (pr + re) if pr + re else 0.0,
+        "CPr": sum(cprs) / len(cprs) if cprs else 0.0,
+    }
+
+
+def _doc_ids(con, names: list[str]) -> dict[str, int]:
+    """url or doc id -> doc id (a url's latest version); a relative file path matches the one
+    ``file://`` url that ends with it; unknown names are left out."""
+    urls = dict(con.execute("SELECT url, doc_id FROM latest_documents").fetchall())
+    ids = {str(d) for (d,) in con.execute("SELECT doc_id FROM documents").fetchall()}
+    files = [u for u in urls if u.startswith("file://")]
+    out = {}
+    for n in names:
+        if n in urls:
+            out[n] = urls[n]
+        elif n in ids:
+            out[n] = int(n)
+        elif files and not n.startswith(("http://", "https://", "file:///")):
+            tail = "/" + n.removeprefix("file://").removeprefix("./")  # file://dir/x.html is relative
+            hits = [u for u in files if u.endswith(tail)]
+            if len(hits) == 1:
+                out[n] = urls[hits[0]]
+    return out
+
+
+def read_gold_pairs(con, path: str) -> tuple[set[Pair], int]:
+    """Reference pairs from a CSV of two columns (more are ignored; a header is optional),
+    as doc-id pairs ``(a, b)`` with ``a < b``; also how many rows named unknown documents."""
+    rows = _read_csv(path)
+    ids = _doc_ids(con, [x for r in rows for x in r[:2]])
+    if rows and rows[0][0] not in ids and rows[0][1] not in ids:
+        rows = rows[1:]  # a header
+    pairs, unknown = set(), 0
+    for r in rows:
+        a, b = ids.get(r[0]), ids.get(r[1])
+        if a is None or b is None:
+            unknown += 1
+        elif a != b:
+            pairs.add((min(a, b), max(a, b)))
+    return pairs, unknown
+
+
+def read_gold_clusters(con, path: str) -> tuple[list[set[int]], int]:
+    """Reference clusters from a CSV ``url,cluster_label`` (header optional)."""
+    rows = _read_csv(path)
+    ids = _doc_ids(con, [r[0] for r in rows])
+    if rows and rows[0][0] not in ids:
+        rows = rows[1:]
+    groups: dict[str, set[int]] = {}
+    unknown = 0
+    for r in rows:
+        d = ids.get(r[0])
+        if d is None:
+            unknown += 1
+        else:
+            groups.setdefault(r[1], set()).add(d)
+    return [g for _, g in sorted(groups.items())], unknown
+
+
+def _read_csv(path: str) -> list[list[str]]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(x.strip() for x in r)]
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the reference file: {exc.strerror}") from exc
+    for i, r in enumerate(rows, start=1):
+        if len(r) < 2:
+            raise InputError(f"{path}: line {i}: expected two columns, got {len(r)}")
+    return [[x.strip() for x in r] for r in rows]
+
+
+def clusters_to_pairs(groups: list[set[int]]) -> set[Pair]:
+    return {p for g in groups for p in combinations(sorted(g), 2)}
+
+
+@dataclass
+class Evaluation:
+    run_id: int
+    rows: list[dict] = field(default_factory=list)  # method, threshold, measure, value
+    comparator: dict[str, dict[str, int]] = field(default_factory=dict)
+    cluster: dict[str, dict[str, float]] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
+
+
+def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
+             thresholds: tuple[float, ...] = THRESHOLDS) -> Evaluation:
+    """Compare every pair method and clustering of the index with the reference; store the
+    results in ``evaluations`` and, with ``out``, write them as CSV files."""
+    if not gold_pairs and not gold_clusters:
+        raise InputError("nothing to compare with", hint="pass --gold pairs.csv and/or --gold-clusters labels.csv")
+    t0 = time.perf_counter()
+    with index.writer() as w:
+        con = w.con
+        run_id = int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM evaluations").fetchall()[0][0])
+        ev = Evaluation(run_id)
+        gold_p: set[Pair] | None = None
+        gold_c: list[set[int]] | None = None
+        if gold_pairs:
+            gold_p, ev.unknown["gold pairs"] = read_gold_pairs(con, gold_pairs)
+        if gold_clusters:
+            gold_c, ev.unknown["gold cluster members"] = read_gold_clusters(con, gold_clusters)
+            if gold_p is None:
+                gold_p = clusters_to_pairs(gold_c)
+        pairs_by_method: dict[str, list[tuple[int, int, float]]] = {}
+        for a, b, m, s in con.execute("SELECT doc_a, doc_b, method, similarity FROM duplicates").fetchall():
+            pairs_by_method.setdefault(m, []).append((a, b, s))
+        clusters_by_method: dict[str, list[set[int]]] = {}
+        for m, members in con.execute(
+            "SELECT c.method, list(m.doc_id) FROM clusters c JOIN cluster_members m USING (cluster_id) GROUP BY c.cluster_id, c.method ORDER BY c.cluster_id"
+        ).fetchall():
+            clusters_by_method.setdefault(m, []).append(set(members))
+        for m, rows in sorted(pairs_by_method.items()):
+            found = {(a, b) for a, b, _ in rows}
+            ev.comparator[m] = comparator(found, gold_p)
+            for k, v in {**ev.comparator[m], **pair_scores(found, gold_p)}.items():
+                ev.rows.append({"method": m, "threshold": None, "measure": k, "value": float(v)})
+            for t in thresholds:
+                cut = {(a, b) for a, b, s in rows if s is not None and s >= t - 1e-12}
+                for k, v in pair_scores(cut, gold_p).items():
+                    ev.rows.append({"method": m, "threshold": t, "measure": k, "value": v})
+                ev.rows.append({"method": m, "threshold": t, "measure": "found_pairs", "value": float(len(cut))})
+            if out:
+                _write_pairs(Path(out) / f"unique_gold_pairs_{m}.csv", sorted(gold_p - found), con)
+                _write_pairs(Path(out) / f"unique_found_pairs_{m}.csv", sorted(found - gold_p), con)
+        for m, groups in sorted(clusters_by_method.items()):
+            found = clusters_to_pairs(groups)
+            ev.comparator[f"clusters:{m}"] = comparator(found, gold_p)
+            for k, v in {**ev.comparator[f"clusters:{m}"], **pair_scores(found, gold_p)}.items():
+                ev.rows.append({"method": f"clusters:{m}", "threshold": None, "measure": k, "value": float(v)})
+            if gold_c is not None:
+                ev.cluster[m] = cluster_scores(groups, gold_c)
+                for k, v in ev.cluster[m].items():
+                    ev.rows.append({"method": f"clusters:{m}", "threshold": None, "measure": k, "value": v})
+        ev.seconds = time.perf_counter() - t0
+        gold_desc = json.dumps({"pairs": gold_pairs, "clusters": gold_clusters})
+        con.executemany(
+            "INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [[run_id, datetime.now(), gold_desc, r["method"], r["threshold"], r["measure"], r["value"]] for r in ev.rows],
+        )
+    if out:
+        _write_rows(Path(out) / "evaluation.csv", ev.rows)
+    return ev
+
+
+def _write_pairs(path: Path, pairs: list[Pair], con) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    urls = dict(con.execute("SELECT doc_id, url FROM documents").fetchall())
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["doc_a", "url_a", "doc_b", "url_b"])
+        for a, b in pairs:
+            w.writerow([a, urls.get(a, ""), b, urls.get(b, "")])
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=["method", "threshold", "measure", "value"])
+        w.writeheader()
+        w.writerows(rows)

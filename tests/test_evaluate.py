@@ -1,0 +1,86 @@
+"""`neardup evaluate`: every measure computed by hand on tiny inputs, and end to end on the fixtures."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from neardup import Index
+from neardup.evaluate import cluster_scores, comparator, pair_scores
+from neardup.ingest import ingest
+
+from .conftest import FIXTURES, write_jsonl
+
+
+def test_comparator_and_pair_scores():
+    found = {(1, 2), (1, 3), (4, 5)}
+    gold = {(1, 2), (2, 3), (4, 5), (6, 7)}
+    assert comparator(found, gold) == {"gold_pairs": 4, "found_pairs": 3, "unique_gold_pairs": 2, "unique_found_pairs": 1, "common_pairs": 2}
+    s = pair_scores(found, gold)
+    assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == pytest.approx(1 / 2)
+    assert s["f1"] == pytest.approx(2 * (2 / 3) * (1 / 2) / (2 / 3 + 1 / 2))
+
+
+def test_cluster_scores_of_004():
+    gold = [{1, 2, 3, 4}, {5, 6}]
+    found = [{1, 2, 3}, {4, 5, 6, 7}]
+    # g1 = {1,2,3,4} -> {1,2,3} (3 common): Pr 3/3, Re 3/4; g2 = {5,6} -> {4,5,6,7} (2 common): Pr 2/4, Re 2/2
+    # weights |g|/|R| = 4/6 and 2/6
+    s = cluster_scores(found, gold)
+    assert s["Pr"] == pytest.approx(4 / 6 * 1 + 2 / 6 * 0.5)
+    assert s["Re"] == pytest.approx(4 / 6 * 0.75 + 2 / 6 * 1)
+    assert s["F1"] == pytest.approx(2 * s["Pr"] * s["Re"] / (s["Pr"] + s["Re"]))
+    # CPr: {1,2,3}: 3 of 3 pairs share a gold cluster; {4,5,6,7}: only (5,6) of 6 pairs
+    assert s["CPr"] == pytest.approx((1 + 1 / 6) / 2)
+
+
+def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
+    from neardup.cli.app import app
+    from typer.testing import CliRunner
+
+    words = [f"w{i}" for i in range(400)]
+    base = " ".join(words[:120])
+    recs = [
+        {"url": "a", "text": base},
+        {"url": "b", "text": base},  # an exact copy of a
+        {"url": "c", "text": " ".join(words[200:320])},
+        {"url": "d", "text": " ".join(words[200:320])},  # a copy of c
+    ]
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)))
+    gold = tmp_path / "gold.csv"
+    gold.write_text("url_a,url_b\na,b\na,c\n")  # one found pair, one not; the c-d pair is not in the reference
+    labels = tmp_path / "labels.csv"
+    labels.write_text("a,x\nb,x\nc,y\n")
+    r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i"), "--gold", str(gold), "--gold-clusters", str(labels), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    with idx.reader() as con:
+        got = {(m, t, k): v for m, t, k, v in con.execute("SELECT method, threshold, measure, value FROM evaluations WHERE run_id = 1").fetchall()}
+    assert got[("jaccard", None, "gold_pairs")] == 2
+    assert got[("jaccard", None, "found_pairs")] == 2  # a-b and c-d
+    assert got[("jaccard", None, "common_pairs")] == 1
+    assert got[("jaccard", None, "precision")] == pytest.approx(0.5) and got[("jaccard", None, "recall")] == pytest.approx(0.5)
+    assert got[("jaccard", 1.0, "found_pairs")] == 2
+    # clusters: concept {a,b}, {c,d}; gold {a,b}, {c}: Pr = 2/3*1 + 1/3*(1/2), Re = 1, CPr = (1 + 0)/2
+    assert got[("clusters:concept", None, "Pr")] == pytest.approx(2 / 3 + 1 / 6)
+    assert got[("clusters:concept", None, "Re")] == pytest.approx(1.0)
+    assert got[("clusters:concept", None, "CPr")] == pytest.approx(0.5)
+    with open(tmp_path / "out" / "unique_gold_pairs_jaccard.csv") as fh:
+        assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["a-c"]
+    with open(tmp_path / "out" / "unique_found_pairs_jaccard.csv") as fh:
+        assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["c-d"]
+
+
+def test_evaluate_on_the_fixtures_finds_the_gold_pairs(tmp_path):
+    idx = Index(tmp_path / "i")
+    for src in ("crawl/sample.warc.gz", "text/docs.jsonl", "html"):
+        ingest(idx, str(FIXTURES / src))
+    from neardup.evaluate import evaluate
+
+    ev = evaluate(idx, str(FIXTURES / "gold" / "pairs.csv"), str(FIXTURES / "gold" / "clusters.csv"))
+    assert ev.unknown == {"gold pairs": 0, "gold cluster members": 0}  # relative paths map to file:// urls
+    c = ev.comparator["jaccard"]
+    assert c["gold_pairs"] == 83
+    assert c["unique_found_pairs"] == 0  # every pair found at 0.8 is a reference pair
+    assert ev.cluster["concept"]["Pr"] == pytest.approx(1.0)
