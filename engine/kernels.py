@@ -377,6 +377,23 @@ def charikar(word_hashes, counts):
     return out
 
 
+@njit(cache=True, inline="always")
+def _common(data, i, ie, j, je):
+    """How many values the sorted runs ``data[i:ie]`` and ``data[j:je]`` share."""
+    inter = 0
+    while i < ie and j < je:
+        x, y = data[i], data[j]
+        if x == y:
+            inter += 1
+            i += 1
+            j += 1
+        elif x < y:
+            i += 1
+        else:
+            j += 1
+    return inter
+
+
 @njit(cache=True, nogil=True)
 def pair_jaccard(data, offs, ra, rb):
     """Jaccard of sorted distinct sets ``data[offs[r]:offs[r+1]]`` for each row pair ``(ra[i], rb[i])``."""
@@ -384,19 +401,8 @@ def pair_jaccard(data, offs, ra, rb):
     for p in range(ra.size):
         i, ie = offs[ra[p]], offs[ra[p] + 1]
         j, je = offs[rb[p]], offs[rb[p] + 1]
-        na, nb = ie - i, je - j
-        inter = 0
-        while i < ie and j < je:
-            x, y = data[i], data[j]
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                i += 1
-            else:
-                j += 1
-        union = na + nb - inter
+        inter = _common(data, i, ie, j, je)
+        union = (ie - i) + (je - j) - inter
         out[p] = inter / union if union > 0 else 0.0
     return out
 
@@ -430,18 +436,5 @@ def pair_overlap(data, offs, ra, rb):
     """How many values the sorted sets ``data[offs[r]:offs[r+1]]`` of each row pair share."""
     out = np.empty(ra.size, np.int64)
     for p in range(ra.size):
-        i, ie = offs[ra[p]], offs[ra[p] + 1]
-        j, je = offs[rb[p]], offs[rb[p] + 1]
-        inter = 0
-        while i < ie and j < je:
-            x, y = data[i], data[j]
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                i += 1
-            else:
-                j += 1
-        out[p] = inter
+        out[p] = _common(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1])
     return out

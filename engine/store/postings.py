@@ -220,26 +220,30 @@ class LmdbPostings(Postings):
             self._dbs[slot] = db
         return db
 
-    def _lookup(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(key, id)`` rows of the keys present, sorted by key then id (both levels)."""
-        keys = np.unique(np.asarray(keys, dtype=np.uint64))
-        kk, vv = [], []
-        if keys.size:
+    def _lookup(self, table: str, keys: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(key, id)`` rows of ``keys`` (every key when None), both levels, sorted by key then id."""
+        want = None
+        if keys is not None:
+            keys = np.unique(np.asarray(keys, dtype=np.uint64))
+            if keys.size == 0:
+                return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
             kb = keys.astype(_KEY_DTYPE).tobytes()
             want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
-            for recent in (False, True):
-                db = self._db(table, recent=recent)
-                if db is None:
-                    continue
-                with self.env.begin(db=db) as txn:
-                    rows = txn.cursor().getmulti(want, dupdata=True, dupfixed_bytes=8)
-                if rows:
-                    kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
-                    vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
+        kk, vv = [], []
+        for recent in (False, True):
+            db = self._db(table, recent=recent)
+            if db is None:
+                continue
+            with self.env.begin(db=db) as txn:
+                cur = txn.cursor()
+                rows = cur.getmulti(want, dupdata=True, dupfixed_bytes=8) if want is not None else [(bytes(k), bytes(v)) for k, v in cur]
+            if rows:
+                kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
+                vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
         if not kk:
             return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
         k, v = np.concatenate(kk), np.concatenate(vv)
-        if len(kk) > 1:
+        if len(kk) > 1 or keys is None:
             order = np.lexsort((v, k))
             k, v = k[order], v[order]
         return k, v
@@ -344,32 +348,14 @@ class LmdbPostings(Postings):
             return sorted(VALUES + n[len(_VAL_PREFIX) :] for n in names if n.startswith(_VAL_PREFIX))
         return sorted({n[len(p) :] for n in names for p in (_PREFIX, _RECENT_PREFIX) if n.startswith(p)})
 
-    def _rows(self, table: str) -> tuple[np.ndarray, np.ndarray]:
-        """Every ``(key, id)`` of a posting table (both levels), sorted."""
-        kk, vv = [], []
-        for recent in (False, True):
-            db = self._db(table, recent=recent)
-            if db is None:
-                continue
-            with self.env.begin(db=db) as txn:
-                rows = [(bytes(k), bytes(v)) for k, v in txn.cursor()]
-            if rows:
-                kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
-                vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
-        if not kk:
-            return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-        k, v = np.concatenate(kk), np.concatenate(vv)
-        order = np.lexsort((v, k))
-        return k[order], v[order]
-
     def stats(self) -> dict[str, int]:
         """Number of distinct keys per table."""
-        return {name: int(np.unique(self._rows(name)[0]).size) for name in self._tables()}
+        return {name: int(np.unique(self._lookup(name, None)[0]).size) for name in self._tables()}
 
     def dump(self):
         out: dict = {}
         for name in self._tables():
-            k, v = self._rows(name)
+            k, v = self._lookup(name, None)
             tab: dict[int, list[int]] = {}
             for key, i in zip(k.tolist(), v.tolist()):
                 tab.setdefault(key, []).append(i)
