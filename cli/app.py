@@ -341,24 +341,38 @@ def evaluate(
     gold: Annotated[str | None, typer.Option(help="CSV of reference duplicate pairs: two columns of urls or doc ids; header optional.")] = None,
     gold_clusters: Annotated[str | None, typer.Option(help="CSV of reference clusters: url,cluster_label; header optional.")] = None,
     out_dir: Annotated[str | None, typer.Option("--out", help="Folder for CSV files: all measures, and the unique pairs per method.")] = None,
+    pooled: Annotated[bool, typer.Option("--pooled", help="003's pooled evaluation: the union of all methods' pairs, verified by edit similarity, is the reference.")] = False,
 ) -> None:
     """Compare every pair method and clustering with reference pairs/clusters (000's Comparator,
     precision/recall/F1 per threshold, 004's cluster Pr/Re/F1/CPr); results go to `evaluations`."""
     from neardup.evaluate import evaluate as run
 
     try:
-        ev = run(Index(index), gold, gold_clusters, out_dir)
+        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled)
     except NeardupError as exc:
         _fail(exc)
     for what, n in ev.unknown.items():
         if n:
             err.print(f"[yellow]{n} {what} name documents not in the index (left out)[/]", highlight=False)
-    t = Table("method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1")
-    scores = {(r["method"], r["measure"]): r["value"] for r in ev.rows if r["threshold"] is None}
-    for m, c in ev.comparator.items():
-        t.add_row(m, str(c["gold_pairs"]), str(c["found_pairs"]), str(c["unique_gold_pairs"]), str(c["unique_found_pairs"]),
-                  str(c["common_pairs"]), f"{scores[(m, 'precision')]:.3f}", f"{scores[(m, 'recall')]:.3f}", f"{scores[(m, 'f1')]:.3f}")
-    out.print(t)
+    if ev.comparator:
+        t = Table("method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1")
+        scores = {(r["method"], r["measure"]): r["value"] for r in ev.rows if r["threshold"] is None}
+        for m, c in ev.comparator.items():
+            t.add_row(m, str(c["gold_pairs"]), str(c["found_pairs"]), str(c["unique_gold_pairs"]), str(c["unique_found_pairs"]),
+                      str(c["common_pairs"]), f"{scores[(m, 'precision')]:.3f}", f"{scores[(m, 'recall')]:.3f}", f"{scores[(m, 'f1')]:.3f}")
+        out.print(t)
+    if ev.pooled:
+        out.print(f"pooled: {ev.pool[0]} pairs found by some method, {ev.pool[1]} verified (edit similarity >= 0.8)", highlight=False)
+        t = Table("method", "pairs", "recall", "precision", "F1")
+        for m, c in ev.pooled.items():
+            t.add_row(m, str(int(c["pairs"])), f"{c['recall']:.3f}", f"{c['precision']:.3f}", f"{c['f1']:.3f}")
+        out.print(t)
+        names = list(ev.pooled)
+        if len(names) > 1:
+            t = Table("Dice", *names)
+            for a in names:
+                t.add_row(a, *["-" if a == b else f"{ev.dice.get((a, b), ev.dice.get((b, a), 0.0)):.2f}" for b in names])
+            out.print(t)
     if ev.cluster:
         t = Table("clustering", "Pr", "Re", "F1", "CPr")
         for m, c in ev.cluster.items():

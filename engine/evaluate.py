@@ -76,6 +76,34 @@ def cluster_scores(found: list[set[int]], gold: list[set[int]]) -> dict[str, flo
     }
 
 
+def text_similarity(a: str, b: str, cutoff: float = 0.0) -> float:
+    """Normalised edit similarity of two texts, ``1 - indel distance / (len a + len b)``: the
+    measure of Perl's String::Similarity (003's check), computed by rapidfuzz. Below
+    ``cutoff`` it may return 0."""
+    from rapidfuzz import fuzz
+
+    return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100
+
+
+def pooled_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, dict[str, float]]:
+    """003's pooled evaluation: the verified union of every method's pairs is 100% recall;
+    a method's precision is the share of its pairs that verify."""
+    out = {}
+    for m, pairs in found.items():
+        good = len(pairs & verified)
+        p = good / len(pairs) if pairs else 1.0
+        r = good / len(verified) if verified else 1.0
+        out[m] = {"pairs": float(len(pairs)), "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return out
+
+
+def dice_matrix(found: dict[str, set[Pair]]) -> dict[tuple[str, str], float]:
+    """003 table 4: ``Dice(A, B) = 2 |A ∩ B| / (|A| + |B|)`` for every two methods."""
+    names = sorted(found)
+    return {(a, b): (2 * len(found[a] & found[b]) / (len(found[a]) + len(found[b])) if found[a] or found[b] else 1.0)
+            for i, a in enumerate(names) for b in names[i + 1 :]}
+
+
 def _doc_ids(con, names: list[str]) -> dict[str, int]:
     """url or doc id -> doc id (a url's latest version); a relative file path matches the one
     ``file://`` url that ends with it; unknown names are left out."""
@@ -153,6 +181,9 @@ class Evaluation:
     comparator: dict[str, dict[str, int]] = field(default_factory=dict)
     cluster: dict[str, dict[str, float]] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
+    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
+    pool: tuple[int, int] = (0, 0)  # pairs in the pool, of which verified
+    dice: dict[tuple[str, str], float] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -160,11 +191,12 @@ THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
 
 
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
-             thresholds: tuple[float, ...] = THRESHOLDS) -> Evaluation:
-    """Compare every pair method and clustering of the index with the reference; store the
-    results in ``evaluations`` and, with ``out``, write them as CSV files."""
-    if not gold_pairs and not gold_clusters:
-        raise InputError("nothing to compare with", hint="pass --gold pairs.csv and/or --gold-clusters labels.csv")
+             thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8) -> Evaluation:
+    """Compare every pair method and clustering of the index with the reference (and, with
+    ``pooled``, every pair method with the verified union of all of them); store the results
+    in ``evaluations`` and, with ``out``, write them as CSV files."""
+    if not gold_pairs and not gold_clusters and not pooled:
+        raise InputError("nothing to compare with", hint="pass --gold pairs.csv, --gold-clusters labels.csv or --pooled")
     t0 = time.perf_counter()
     with index.writer() as w:
         con = w.con
@@ -186,7 +218,11 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             "SELECT c.method, list(m.doc_id) FROM clusters c JOIN cluster_members m USING (cluster_id) GROUP BY c.cluster_id, c.method ORDER BY c.cluster_id"
         ).fetchall():
             clusters_by_method.setdefault(m, []).append(set(members))
+        if pooled:
+            _pooled(con, ev, {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}, verify_at)
         for m, rows in sorted(pairs_by_method.items()):
+            if gold_p is None:
+                break
             found = {(a, b) for a, b, _ in rows}
             ev.comparator[m] = comparator(found, gold_p)
             for k, v in {**ev.comparator[m], **pair_scores(found, gold_p)}.items():
@@ -200,6 +236,8 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
                 _write_pairs(Path(out) / f"unique_gold_pairs_{m}.csv", sorted(gold_p - found), con)
                 _write_pairs(Path(out) / f"unique_found_pairs_{m}.csv", sorted(found - gold_p), con)
         for m, groups in sorted(clusters_by_method.items()):
+            if gold_p is None:
+                break
             found = clusters_to_pairs(groups)
             ev.comparator[f"clusters:{m}"] = comparator(found, gold_p)
             for k, v in {**ev.comparator[f"clusters:{m}"], **pair_scores(found, gold_p)}.items():
@@ -217,6 +255,29 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
     if out:
         _write_rows(Path(out) / "evaluation.csv", ev.rows)
     return ev
+
+
+def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float) -> None:
+    pool = set().union(*found.values()) if found else set()
+    ids = sorted({d for p in pool for d in p})
+    texts: dict[int, str] = {}
+    if ids:
+        import pyarrow as pa
+
+        con.register("want_ids", pa.table({"doc_id": pa.array(ids, pa.int64())}))
+        try:
+            texts = dict(con.execute("SELECT d.doc_id, d.text FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
+        finally:
+            con.unregister("want_ids")
+    verified = {p for p in sorted(pool) if text_similarity(texts[p[0]], texts[p[1]], verify_at) >= verify_at - 1e-12}
+    ev.pool = (len(pool), len(verified))
+    ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], kv[0])))
+    ev.dice = dice_matrix(found)
+    for m, sc in ev.pooled.items():
+        for k, v in sc.items():
+            ev.rows.append({"method": m, "threshold": verify_at, "measure": f"pooled_{k}", "value": v})
+    for (a, b), v in ev.dice.items():
+        ev.rows.append({"method": a, "threshold": None, "measure": f"dice:{b}", "value": v})
 
 
 def _write_pairs(path: Path, pairs: list[Pair], con) -> None:

@@ -84,3 +84,36 @@ def test_evaluate_on_the_fixtures_finds_the_gold_pairs(tmp_path):
     assert c["gold_pairs"] == 83
     assert c["unique_found_pairs"] == 0  # every pair found at 0.8 is a reference pair
     assert ev.cluster["concept"]["Pr"] == pytest.approx(1.0)
+
+
+def test_pooled_scores_and_dice_by_hand():
+    from neardup.evaluate import dice_matrix, pooled_scores, text_similarity
+
+    found = {"a": {(1, 2), (3, 4)}, "b": {(1, 2), (5, 6), (7, 8)}}
+    verified = {(1, 2), (5, 6)}  # (3,4) and (7,8) fail the text check
+    s = pooled_scores(found, verified)
+    assert s["a"] == {"pairs": 2.0, "precision": 0.5, "recall": 0.5, "f1": 0.5}
+    assert s["b"]["precision"] == pytest.approx(2 / 3) and s["b"]["recall"] == 1.0
+    assert dice_matrix(found) == {("a", "b"): pytest.approx(2 * 1 / (2 + 3))}
+    # String::Similarity's measure: 1 - indel distance / (len a + len b); "abcd" vs "abxd": 2 edits of 8
+    assert text_similarity("abcd", "abxd") == pytest.approx(0.75)
+    assert text_similarity("abcd", "abxd", cutoff=0.8) == 0.0
+
+
+def test_pooled_evaluation_verifies_the_union_by_text(tmp_path):
+    from neardup.evaluate import evaluate
+    from neardup.settings import Settings
+
+    words = [f"w{i}" for i in range(400)]
+    base = " ".join(words[:150])
+    near = " ".join(words[:150][:140] + ["x"] * 10)  # a near copy, edit similarity above 0.8
+    recs = [{"url": "a", "text": base}, {"url": "b", "text": base}, {"url": "c", "text": near}]
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)), create_with=Settings(methods=("shingles", "minhash", "simhash", "a0"), pairs=("jaccard", "simhash", "a0")))
+    ev = evaluate(idx, pooled=True)
+    with idx.reader() as con:
+        pairs = {m: {(a, b) for a, b in con.execute("SELECT doc_a, doc_b FROM duplicates WHERE method = ?", [m]).fetchall()} for m in ("jaccard", "simhash", "a0")}
+    pool = set().union(*pairs.values())
+    assert ev.pool == (len(pool), len(pool))  # every pair here is a true near-copy
+    assert ev.pooled["a0"]["recall"] == pytest.approx(len(pairs["a0"]) / len(pool))
+    assert ev.pooled["a0"]["precision"] == 1.0
