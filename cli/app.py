@@ -384,6 +384,15 @@ def evaluate(
             by_t.setdefault(r["method"], []).append(f"{r['threshold']:g}: {r['value']:.3f}")
     for m, cells in by_t.items():
         out.print(f"F1 of {m} by similarity threshold: " + ", ".join(cells), highlight=False)
+    for b, (hist, top) in ev.simhash_groups.items():
+        out.print(f"simhash groups within {b} bits (report 002's greedy grouping), groups by size: "
+                  + ", ".join(f"{size}: {n}" for size, n in hist.items()), highlight=False)
+        t = Table(f"top groups, {b} bits: size", "main page")
+        for size, u in top:
+            t.add_row(str(size), u)
+        out.print(t)
+    if ev.timings:
+        out.print("ingest time per stage, all batches (s): " + ", ".join(f"{k} {v:.2f}" for k, v in ev.timings.items()), highlight=False)
     out.print(f"evaluation run {ev.run_id} stored in evaluations ({ev.seconds:.2f} s)", highlight=False)
 
 

@@ -165,7 +165,13 @@ def biconnected(edges: list[Edge]) -> list[tuple[int, ...]]:
 
 
 def greedy002(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: int, seed: int = 0) -> list[tuple[int, ...]]:
-    """Report 002's grouping (see the module docstring); every document ends in one group."""
+    """Report 002's grouping (see the module docstring): the groups of two or more."""
+    return sorted(g for _, g in greedy002_groups(ids, lengths, hashes, bits, seed) if len(g) > 1)
+
+
+def greedy002_groups(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: int, seed: int = 0) -> list[tuple[int, tuple[int, ...]]]:
+    """Every group of report 002's grouping, singletons included, with its main page (the
+    document picked for it): ``[(main, members)]`` in the order they were made."""
     order = np.lexsort((ids, lengths))
     ids, lengths, hashes = ids[order], lengths[order].astype(np.int64), hashes[order].astype(np.uint64)
     alive = np.ones(ids.size, dtype=bool)
@@ -183,10 +189,8 @@ def greedy002(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: in
         window = window[alive[window]]
         near = window[np.bitwise_count(hashes[window] ^ hashes[pick]) <= bits]
         alive[near] = False
-        group = tuple(sorted([int(ids[pick]), *ids[near].tolist()]))
-        if len(group) > 1:
-            out.append(group)
-    return sorted(out)
+        out.append((int(ids[pick]), tuple(sorted([int(ids[pick]), *ids[near].tolist()]))))
+    return out
 
 
 def window_edges(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: int) -> list[Edge]:

@@ -183,6 +183,9 @@ class Evaluation:
     unknown: dict[str, int] = field(default_factory=dict)
     pooled: dict[str, dict[str, float]] = field(default_factory=dict)
     pool: tuple[int, int] = (0, 0)  # pairs in the pool, of which verified
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per ingest stage, all batches
+    #: report 002's view per bit budget: ({group size: groups}, [(size, main page url)] of the ten largest)
+    simhash_groups: dict[int, tuple[dict[int, int], list[tuple[int, str]]]] = field(default_factory=dict)
     dice: dict[tuple[str, str], float] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -191,7 +194,8 @@ THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
 
 
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
-             thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8) -> Evaluation:
+             thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8,
+             bits: tuple[int, ...] = (5, 10, 15)) -> Evaluation:
     """Compare every pair method and clustering of the index with the reference (and, with
     ``pooled``, every pair method with the verified union of all of them); store the results
     in ``evaluations`` and, with ``out``, write them as CSV files."""
@@ -218,6 +222,10 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             "SELECT c.method, list(m.doc_id) FROM clusters c JOIN cluster_members m USING (cluster_id) GROUP BY c.cluster_id, c.method ORDER BY c.cluster_id"
         ).fetchall():
             clusters_by_method.setdefault(m, []).append(set(members))
+        ev.timings = dict(con.execute("SELECT stage, sum(seconds) FROM batch_timings GROUP BY stage ORDER BY stage").fetchall())
+        for k, v in ev.timings.items():
+            ev.rows.append({"method": "ingest", "threshold": None, "measure": f"seconds:{k}", "value": v})
+        _simhash_view(con, ev, bits, w.settings, out)
         if pooled:
             _pooled(con, ev, {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}, verify_at)
         for m, rows in sorted(pairs_by_method.items()):
@@ -255,6 +263,36 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
     if out:
         _write_rows(Path(out) / "evaluation.csv", ev.rows)
     return ev
+
+
+def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings, out: str | None) -> None:
+    """Report 002's histograms of group sizes per bit budget, and its ten largest groups."""
+    from collections import Counter
+
+    from . import clusterings
+
+    fp = "simhash_hp" if "simhash_hp" in settings.methods else "simhash" if "simhash" in settings.methods else None
+    if fp is None or not bits:
+        return
+    t = con.sql(f"SELECT f.doc_id, d.n_words, f.simhash, d.url FROM fp_{fp} f JOIN documents d USING (doc_id) ORDER BY f.doc_id").to_arrow_table()
+    if t.num_rows == 0:
+        return
+    ids, lens, hs = (t.column(c).to_numpy() for c in ("doc_id", "n_words", "simhash"))
+    url = dict(zip(ids.tolist(), t.column("url").to_pylist()))
+    for b in bits:
+        groups = clusterings.greedy002_groups(ids, lens, hs, b, settings.seed)
+        hist = dict(sorted(Counter(len(g) for _, g in groups).items()))
+        top = [(len(g), url[main]) for main, g in sorted(groups, key=lambda x: (-len(x[1]), x[0]))[:10]]
+        ev.simhash_groups[b] = (hist, top)
+        for size, n in hist.items():
+            ev.rows.append({"method": f"greedy002_{b}", "threshold": None, "measure": f"groups_of_size:{size}", "value": float(n)})
+        if out:
+            path = Path(out) / f"simhash_groups_{b}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(["size", "main_page"])
+                w.writerows(top)
 
 
 def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float) -> None:

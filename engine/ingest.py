@@ -223,6 +223,8 @@ def ingest(
                  res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
                  "committed", __version__],
             )
+            if res.timings:
+                con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
             crashpoint("duckdb-before-commit")
             t = time.perf_counter()
             con.execute("COMMIT")

@@ -117,3 +117,35 @@ def test_pooled_evaluation_verifies_the_union_by_text(tmp_path):
     assert ev.pool == (len(pool), len(pool))  # every pair here is a true near-copy
     assert ev.pooled["a0"]["recall"] == pytest.approx(len(pairs["a0"]) / len(pool))
     assert ev.pooled["a0"]["precision"] == 1.0
+
+
+def test_stage_timings_are_kept_per_batch_and_summed(tmp_path):
+    from neardup.evaluate import evaluate
+
+    idx = Index(tmp_path / "i")
+    recs = [{"url": f"u{i}", "text": " ".join(f"w{(i * 7 + j) % 300}" for j in range(60))} for i in range(6)]
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", recs[:3])))
+    ingest(idx, str(write_jsonl(tmp_path / "b.jsonl", recs[3:])))
+    with idx.reader() as con:
+        rows = con.execute("SELECT batch_id, stage, seconds FROM batch_timings").fetchall()
+    assert {b for b, _, _ in rows} == {1, 2}
+    assert {"read+prepare", "store", "candidates+verify", "clusters"} <= {s for _, s, _ in rows}
+    ev = evaluate(idx, pooled=True)
+    assert ev.timings["store"] == pytest.approx(sum(x for _, s, x in rows if s == "store"))
+
+
+def test_report_002_view_counts_every_document_once(tmp_path):
+    from neardup.evaluate import evaluate
+
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(FIXTURES / "crawl" / "sample.warc.gz"))
+    ev = evaluate(idx, pooled=True, bits=(5, 15), out=str(tmp_path / "out"))
+    with idx.reader() as con:
+        n_docs = con.execute("SELECT count(*) FROM documents").fetchall()[0][0]
+    for b in (5, 15):
+        hist, top = ev.simhash_groups[b]
+        assert sum(size * n for size, n in hist.items()) == n_docs
+        assert [s for s, _ in top] == sorted((s for s, _ in top), reverse=True) and len(top) == 10
+    # a looser bit budget never makes more groups
+    assert sum(ev.simhash_groups[15][0].values()) <= sum(ev.simhash_groups[5][0].values())
+    assert (tmp_path / "out" / "simhash_groups_5.csv").exists()
