@@ -261,7 +261,10 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             [[run_id, datetime.now(), gold_desc, r["method"], r["threshold"], r["measure"], r["value"]] for r in ev.rows],
         )
     if out:
+        from . import report
+
         _write_rows(Path(out) / "evaluation.csv", ev.rows)
+        report.write_html(ev, Path(out), report.figures(ev, Path(out)))
     return ev
 
 

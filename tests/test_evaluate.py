@@ -70,6 +70,8 @@ def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
         assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["a-c"]
     with open(tmp_path / "out" / "unique_found_pairs_jaccard.csv") as fh:
         assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["c-d"]
+    for name in ("prf_jaccard.png", "prf_simhash.png", "report.html"):
+        assert (tmp_path / "out" / name).stat().st_size > 1000, name
 
 
 def test_evaluate_on_the_fixtures_finds_the_gold_pairs(tmp_path):
@@ -149,3 +151,6 @@ def test_report_002_view_counts_every_document_once(tmp_path):
     # a looser bit budget never makes more groups
     assert sum(ev.simhash_groups[15][0].values()) <= sum(ev.simhash_groups[5][0].values())
     assert (tmp_path / "out" / "simhash_groups_5.csv").exists()
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3  # groups_5, groups_15 and the Dice heatmap, embedded
+    assert "Pooled evaluation (003)" in page and "Simhash groups within 15 bits" in page
