@@ -342,13 +342,15 @@ def evaluate(
     gold_clusters: Annotated[str | None, typer.Option(help="CSV of reference clusters: url,cluster_label; header optional.")] = None,
     out_dir: Annotated[str | None, typer.Option("--out", help="Folder for CSV files: all measures, and the unique pairs per method.")] = None,
     pooled: Annotated[bool, typer.Option("--pooled", help="003's pooled evaluation: the union of all methods' pairs, verified by edit similarity, is the reference.")] = False,
+    verify: Annotated[str, typer.Option(help="--pooled: the similarity that verifies a pair: edit (003), weighted-jaccard or cosine (004, IDF weights).")] = "edit",
+    verify_at: Annotated[float, typer.Option(help="--pooled: the least similarity of a verified pair.")] = 0.8,
 ) -> None:
     """Compare every pair method and clustering with reference pairs/clusters (000's Comparator,
     precision/recall/F1 per threshold, 004's cluster Pr/Re/F1/CPr); results go to `evaluations`."""
     from neardup.evaluate import evaluate as run
 
     try:
-        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled)
+        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled, verify_at=verify_at, measure=verify)
     except NeardupError as exc:
         _fail(exc)
     for what, n in ev.unknown.items():
@@ -362,7 +364,7 @@ def evaluate(
                       str(c["common_pairs"]), f"{scores[(m, 'precision')]:.3f}", f"{scores[(m, 'recall')]:.3f}", f"{scores[(m, 'f1')]:.3f}")
         out.print(t)
     if ev.pooled:
-        out.print(f"pooled: {ev.pool[0]} pairs found by some method, {ev.pool[1]} verified (edit similarity >= 0.8)", highlight=False)
+        out.print(f"pooled: {ev.pool[0]} pairs found by some method, {ev.pool[1]} verified ({verify} similarity >= {verify_at:g})", highlight=False)
         t = Table("method", "pairs", "recall", "precision", "F1")
         for m, c in ev.pooled.items():
             t.add_row(m, str(int(c["pairs"])), f"{c['recall']:.3f}", f"{c['precision']:.3f}", f"{c['f1']:.3f}")

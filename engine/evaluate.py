@@ -85,6 +85,70 @@ def text_similarity(a: str, b: str, cutoff: float = 0.0) -> float:
     return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100
 
 
+def weighted_jaccard(a: set[str], b: set[str], weight: dict[str, float]) -> float:
+    """004's weighted Jaccard: ``sum w(t) over a ∩ b / sum w(t) over a ∪ b`` (weight 1 for unknown tokens)."""
+    union = sum(weight.get(t, 1.0) for t in a | b)
+    return sum(weight.get(t, 1.0) for t in a & b) / union if union else 0.0
+
+
+def tfidf_cosine(a: dict[str, int], b: dict[str, int], idf: dict[str, float]) -> float:
+    """004's cosine of TF-IDF vectors, ``r(t) = tf_r(t) * idf(t)``."""
+    import math
+
+    va = {t: n * idf.get(t, 1.0) for t, n in a.items()}
+    vb = {t: n * idf.get(t, 1.0) for t, n in b.items()}
+    dot = sum(v * vb[t] for t, v in va.items() if t in vb)
+    na = math.sqrt(sum(v * v for v in va.values()))
+    nb = math.sqrt(sum(v * v for v in vb.values()))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _idf(con) -> dict[str, float]:
+    """``log(1 + N / df)`` of every word of the collection (normal form, neardup's words);
+    smoothed so that a word in every document still weighs something."""
+    import math
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from . import text
+
+    df: Counter = Counter()
+    n = 0
+    for batch in con.sql("SELECT text FROM documents").to_arrow_reader(2000):
+        normal = text.normal_form(batch.column(0).cast(pa.large_string()))
+        for ws in text.words(normal).to_pylist():
+            df.update(set(ws))
+            n += 1
+    return {t: math.log(1 + n / c) for t, c in df.items()}
+
+
+MEASURES = ("edit", "weighted-jaccard", "cosine")
+
+
+def similarity_function(con, measure: str):
+    """A function ``(text a, text b, cutoff) -> similarity`` for one of ``MEASURES``."""
+    if measure == "edit":
+        return text_similarity
+    if measure not in MEASURES:
+        raise InputError(f"unknown similarity measure {measure!r}", hint=f"choose from {', '.join(MEASURES)}")
+    import pyarrow as pa
+
+    from . import text
+
+    idf = _idf(con)
+
+    def words(t: str) -> list[str]:
+        return text.words(text.normal_form(pa.array([t], pa.large_string()))).to_pylist()[0]
+
+    if measure == "weighted-jaccard":
+        return lambda a, b, cutoff=0.0: weighted_jaccard(set(words(a)), set(words(b)), idf)
+
+    from collections import Counter
+
+    return lambda a, b, cutoff=0.0: tfidf_cosine(Counter(words(a)), Counter(words(b)), idf)
+
+
 def pooled_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, dict[str, float]]:
     """003's pooled evaluation: the verified union of every method's pairs is 100% recall;
     a method's precision is the share of its pairs that verify."""
@@ -195,7 +259,7 @@ THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
 
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
              thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8,
-             bits: tuple[int, ...] = (5, 10, 15)) -> Evaluation:
+             bits: tuple[int, ...] = (5, 10, 15), measure: str = "edit") -> Evaluation:
     """Compare every pair method and clustering of the index with the reference (and, with
     ``pooled``, every pair method with the verified union of all of them); store the results
     in ``evaluations`` and, with ``out``, write them as CSV files."""
@@ -227,7 +291,8 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             ev.rows.append({"method": "ingest", "threshold": None, "measure": f"seconds:{k}", "value": v})
         _simhash_view(con, ev, bits, w.settings, out)
         if pooled:
-            _pooled(con, ev, {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}, verify_at)
+            _pooled(con, ev, {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}, verify_at,
+                    similarity_function(con, measure))
         for m, rows in sorted(pairs_by_method.items()):
             if gold_p is None:
                 break
@@ -298,7 +363,7 @@ def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings, out: str
                 w.writerows(top)
 
 
-def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float) -> None:
+def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, sim=text_similarity) -> None:
     pool = set().union(*found.values()) if found else set()
     ids = sorted({d for p in pool for d in p})
     texts: dict[int, str] = {}
@@ -310,7 +375,7 @@ def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float) 
             texts = dict(con.execute("SELECT d.doc_id, d.text FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
         finally:
             con.unregister("want_ids")
-    verified = {p for p in sorted(pool) if text_similarity(texts[p[0]], texts[p[1]], verify_at) >= verify_at - 1e-12}
+    verified = {p for p in sorted(pool) if sim(texts[p[0]], texts[p[1]], verify_at) >= verify_at - 1e-12}
     ev.pool = (len(pool), len(verified))
     ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], kv[0])))
     ev.dice = dice_matrix(found)

@@ -154,3 +154,29 @@ def test_report_002_view_counts_every_document_once(tmp_path):
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 3  # groups_5, groups_15 and the Dice heatmap, embedded
     assert "Pooled evaluation (003)" in page and "Simhash groups within 15 bits" in page
+
+
+def test_similarity_measures_of_004_by_hand():
+    import math
+
+    from neardup.evaluate import tfidf_cosine, weighted_jaccard
+
+    w = {"a": 2.0, "b": 1.0, "c": 1.0, "d": 4.0}
+    # common {a, b}: 3; union {a, b, c, d}: 8
+    assert weighted_jaccard({"a", "b", "c"}, {"a", "b", "d"}, w) == pytest.approx(3 / 8)
+    idf = {"x": 1.0, "y": 2.0}
+    # r = (2*1, 1*2) = (2, 2); r' = (1*1, 0) = (1, 0): cos = 2 / (sqrt(8) * 1)
+    assert tfidf_cosine({"x": 2, "y": 1}, {"x": 1}, idf) == pytest.approx(2 / math.sqrt(8))
+    assert tfidf_cosine({"x": 1}, {"y": 1}, idf) == 0.0
+
+
+@pytest.mark.parametrize("measure", ["weighted-jaccard", "cosine"])
+def test_pooled_evaluation_with_another_measure(tmp_path, measure):
+    from neardup.evaluate import evaluate
+
+    words = [f"w{i}" for i in range(300)]
+    recs = [{"url": "a", "text": " ".join(words[:150])}, {"url": "b", "text": " ".join(words[:150])}]
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)))
+    ev = evaluate(idx, pooled=True, measure=measure)
+    assert ev.pool[0] >= 1 and ev.pool[0] == ev.pool[1]  # identical texts verify under any measure
