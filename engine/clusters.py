@@ -92,6 +92,12 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
     keys = concept_postings(con, lo, hi, settings)[CONCEPT_TABLE]
     a, b, shared = key_pairs(keys[0], keys[1], lo, postings, CONCEPT_TABLE, min_shared=shared_needed(k))
     sk = _sketches(con, postings, lo, np.unique(np.concatenate([a, b, np.arange(lo, hi + 1)])))
+    return _link(sk, a, b, k, lo), sk
+
+
+def _link(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray, k: int, lo: int) -> dict[int, list[int]]:
+    """Neighbour lists of the documents from ``lo`` on, from candidate pairs whose sketches
+    share at least ``k`` values."""
     keep = overlaps(sk, a, b) >= k
     nb: dict[int, list[int]] = {}
     for x, y in zip(a[keep].tolist(), b[keep].tolist()):
@@ -99,7 +105,7 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
             nb.setdefault(x, []).append(y)
         if y >= lo:
             nb.setdefault(y, []).append(x)
-    return nb, sk
+    return nb
 
 
 def overlaps(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -382,11 +388,6 @@ def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
     pre = concept_prefix(lens, k)
     keys = np.concatenate([np.sort(sk[d])[:p] for d, p in zip(ids.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.uint64)
     docs = np.repeat(ids, pre)
-    a, b, shared = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), int(ids.min()) if ids.size else 0, None, CONCEPT_TABLE,
-                             min_shared=shared_needed(k))
-    keep = overlaps(sk, a, b) >= k
-    nb: dict[int, list[int]] = {}
-    for x, y in zip(a[keep].tolist(), b[keep].tolist()):
-        nb.setdefault(x, []).append(y)
-        nb.setdefault(y, []).append(x)
-    return nb
+    lo = int(ids.min()) if ids.size else 0
+    a, b, _ = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), lo, None, CONCEPT_TABLE, min_shared=shared_needed(k))
+    return _link(sk, a, b, k, lo)

@@ -41,6 +41,8 @@ import numpy as np
 import pyarrow as pa
 
 from .fingerprints import POSTINGS
+from .fingerprints.hashing import P1 as _M1  # the shingle combine's odd multipliers
+from .fingerprints.hashing import P2 as _M2
 from .settings import PAIR_METHODS, Settings
 from .store.postings import VALUES
 from .sqlfiles import query
@@ -73,8 +75,6 @@ def lsh_params(threshold: float, perms: int, target: float = 0.999) -> tuple[int
     return best
 
 
-_M1 = np.uint64(0x9E3779B185EBCA87)
-_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -362,7 +362,7 @@ def _shared_lists(con, table: str, column: str, a: np.ndarray, b: np.ndarray) ->
 
 
 def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
-                     timings: dict[str, float] | None = None) -> dict[str, int]:
+                     timings: dict[str, float] | None = None, keys: dict | None = None) -> dict[str, int]:
     """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
     own catalog rows must be written; ``postings`` holds the older documents' keys and
     may hold more: only ids below ``lo`` are read from it). Returns pairs per method."""
@@ -370,7 +370,8 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     if not methods or hi < lo:
         return {}
     t0 = time.perf_counter()
-    keys = candidate_postings(con, lo, hi, settings)
+    if keys is None:
+        keys = candidate_postings(con, lo, hi, settings)
     t_keys = time.perf_counter()
     found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -547,7 +548,8 @@ def rebuild_pairs(con, settings: Settings, timings: dict[str, float] | None = No
         "WHERE status = 'committed' AND first_doc_id IS NOT NULL ORDER BY batch_id"
     ).fetchall()
     for batch_id, lo, hi in batches:
-        for m, n in find_batch_pairs(con, seen, lo, hi, batch_id, settings, timings).items():
+        keys = candidate_postings(con, lo, hi, settings)  # found once: to match the batch, then to remember it
+        for m, n in find_batch_pairs(con, seen, lo, hi, batch_id, settings, timings, keys).items():
             total[m] = total.get(m, 0) + n
-        seen.apply_batch(batch_id, candidate_postings(con, lo, hi, settings))
+        seen.apply_batch(batch_id, keys)
     return total
