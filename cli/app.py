@@ -15,6 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from neardup import NeardupError, ReadOptions, Settings, __version__
+from neardup.generate import KINDS
 from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
 from neardup.ingest import IngestResult, ingest
 from neardup.query import info as index_info
@@ -396,6 +397,66 @@ def evaluate(
     if ev.timings:
         out.print("ingest time per stage, all batches (s): " + ", ".join(f"{k} {v:.2f}" for k, v in ev.timings.items()), highlight=False)
     out.print(f"evaluation run {ev.run_id} stored in evaluations ({ev.seconds:.2f} s)", highlight=False)
+
+
+def _range(value: str, kind, name: str) -> tuple:
+    """``LO,HI`` (or one value for both) as a pair of numbers."""
+    try:
+        parts = [kind(x) for x in value.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2):
+        raise typer.BadParameter(f"expected LO,HI or one number, got {value!r}", param_hint=name)
+    return parts[0], parts[-1]
+
+
+@app.command()
+def generate(
+    inputs: Annotated[list[str], typer.Argument(help="Real text to build from: anything `neardup ingest` reads.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, pairs.csv, clusters.csv, framed_pairs.csv, documents.csv, manifest.json.", file_okay=False)],
+    sources: Annotated[int | None, typer.Option(help="Originals to use [default: every usable source].")] = None,
+    duplicated: Annotated[float, typer.Option(help="Share of the originals that get near-duplicate variants.")] = 0.5,
+    variants: Annotated[str, typer.Option(help="Variants per duplicated original: LO,HI.")] = "1,3",
+    kinds: Annotated[str, typer.Option(help="Variant kinds to draw from: exact, edit, reorder, boilerplate.")] = ",".join(KINDS),
+    edit_rate: Annotated[str, typer.Option(help="edit: share of the words inserted, deleted or substituted, LO,HI.")] = "0.005,0.02",
+    framed: Annotated[int, typer.Option(help="Framed pages: different texts inside a shared long frame (001's false duplicates).")] = 20,
+    frame_group: Annotated[int, typer.Option(help="Framed pages per frame.")] = 5,
+    frame_words: Annotated[int, typer.Option(help="Words of each long frame (half header, half footer).")] = 200,
+    framed_content: Annotated[str | None, typer.Option(help="Words of each framed page's own text, LO,HI [default: frame/20,frame/2].")] = None,
+    min_words: Annotated[int, typer.Option(help="Sources with fewer words are skipped.")] = 50,
+    max_words: Annotated[int | None, typer.Option(help="Cut longer sources to this many words.")] = None,
+    source_similarity: Annotated[float, typer.Option(help="A source whose word-shingle Jaccard with an earlier one reaches this is skipped.")] = 0.3,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    output_format: Annotated[str, typer.Option(help="Corpus file format: jsonl or parquet.")] = "jsonl",
+    text_field: Annotated[str, typer.Option(help="JSONL/Parquet field holding the text.")] = "text",
+    id_field: Annotated[str | None, typer.Option(help="JSONL/Parquet field holding the url/id [default: url, else id].")] = None,
+    html: Annotated[bool, typer.Option("--html", help="The text field holds HTML markup: extract its visible text.")] = False,
+    encoding: Annotated[str | None, typer.Option(help="Force this charset for HTML/text bytes instead of the declared one.")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="Input format when the name does not tell it: warc, jsonl, parquet, html, text.")] = None,
+) -> None:
+    """Make a labelled corpus from real text: near-duplicate variants with known edits, their gold
+    pairs and clusters, and framed false duplicates (for `neardup evaluate` and benchmarks)."""
+    from neardup.generate import GenerateOptions
+    from neardup.generate import generate as run
+
+    o = GenerateOptions(
+        sources=sources, duplicated=duplicated, variants=_range(variants, int, "--variants"),
+        kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()), edit_rate=_range(edit_rate, float, "--edit-rate"),
+        framed=framed, frame_group=frame_group, frame_words=frame_words,
+        framed_content=_range(framed_content, int, "--framed-content") if framed_content else None,
+        min_words=min_words, max_words=max_words, source_similarity=source_similarity, seed=seed, output_format=output_format,
+    )
+    read = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
+    try:
+        r = run(inputs, out_dir, o, read)
+    except NeardupError as exc:
+        _fail(exc)
+    out.print(f"read {r.records_read} records: {r.too_short} too short, {r.similar} similar to an earlier one, "
+              f"{r.rejected} rejected by the reader", highlight=False)
+    out.print(f"wrote {r.documents} documents to {r.corpus}: {r.originals} originals, {r.clusters} gold clusters, variants "
+              + (", ".join(f"{k} {n}" for k, n in r.variants.items()) or "none") + f", {r.framed} framed pages", highlight=False)
+    out.print(f"gold pairs: {r.gold_pairs} ({r.gold_pairs_below} below word-shingle Jaccard 0.8); framed pairs: "
+              f"{r.framed_pairs} ({r.framed_pairs_above} at or above 0.8)", highlight=False)
 
 
 @app.command()
