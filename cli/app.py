@@ -451,6 +451,10 @@ def generate(
         r = run(inputs, out_dir, o, read)
     except NeardupError as exc:
         _fail(exc)
+    for rej in r.rejects:
+        err.print(f"[yellow]skipped[/] {rej.message()}", highlight=False)
+    if r.rejected > len(r.rejects):
+        err.print(f"[yellow]... and {r.rejected - len(r.rejects)} more skipped records[/]", highlight=False)
     out.print(f"read {r.records_read} records: {r.too_short} too short, {r.similar} similar to an earlier one, "
               f"{r.rejected} rejected by the reader", highlight=False)
     out.print(f"wrote {r.documents} documents to {r.corpus}: {r.originals} originals, {r.clusters} gold clusters, variants "

@@ -54,7 +54,7 @@ import pyarrow.parquet as pq
 from . import __version__, exact, text
 from .errors import InputError, NeardupError
 from .ingest import extract_html
-from .readers import ReadOptions, read_input
+from .readers import ReadOptions, Reject, read_input
 from .settings import Settings
 
 KINDS = ("exact", "edit", "reorder", "boilerplate")
@@ -131,6 +131,8 @@ class GenerateOptions:
 
 @dataclass
 class GenerateResult:
+    """What a run read and wrote (also in ``manifest.json``)."""
+
     out: str
     corpus: str
     records_read: int = 0
@@ -146,6 +148,7 @@ class GenerateResult:
     gold_pairs_below: int = 0
     framed_pairs: int = 0
     framed_pairs_above: int = 0
+    rejects: list[Reject] = field(default_factory=list)  # the first 20 records the readers rejected
 
 
 class _Rng:
@@ -202,6 +205,7 @@ def _records(inputs: Sequence[str], opts: ReadOptions, res: GenerateResult) -> I
     for path in inputs:
         for chunk in read_input(path, opts):
             res.rejected += len(chunk.rejects)
+            res.rejects.extend(chunk.rejects[: 20 - len(res.rejects)])
             chunk = extract_html(chunk)
             b = chunk.batch
             res.records_read += b.num_rows
@@ -359,9 +363,14 @@ def _groups(o: GenerateOptions) -> int:
     return math.ceil(o.framed / o.frame_group)
 
 
+def _needed(o: GenerateOptions) -> int:
+    """Sources the corpus needs: frames, framed pages and (at least one) originals."""
+    return _groups(o) + (BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0) + o.framed + (o.sources or 1)
+
+
 def _allocate(o: GenerateOptions, docs: list[list[list[str]]], n_groups: int) -> tuple[list[int], list[int], list[int], list[int]]:
     """Positions of the boilerplate frames, long frames, framed contents and originals."""
-    need = n_groups + (BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0) + o.framed + (o.sources or 1)
+    need = _needed(o)
     if len(docs) < need:
         raise GenerateError(f"the input holds {len(docs)} usable sources (at least {o.min_words} words, mutually dissimilar); "
                             f"this corpus needs {need}")
@@ -449,9 +458,7 @@ def generate(inputs: Sequence[str], out: str | Path, options: GenerateOptions | 
     out = Path(out)
     corpus = out / f"corpus.{o.output_format}"
     res = GenerateResult(out=str(out), corpus=str(corpus))
-    need = None
-    if o.sources is not None:
-        need = o.sources + o.framed + _groups(o) + (BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0)
+    need = _needed(o) if o.sources is not None else None
     urls, docs = read_sources(inputs, read or ReadOptions(), o, need, res)
     documents = make_documents(o, urls, docs)
 
@@ -511,7 +518,7 @@ def generate(inputs: Sequence[str], out: str | Path, options: GenerateOptions | 
     res.framed_pairs = len(framed_pairs)
     res.framed_pairs_above = sum(p[3] >= REPORT_AT for p in framed_pairs)
     manifest = {"neardup": __version__, "inputs": [str(p) for p in inputs], "options": asdict(o),
-                "result": {k: v for k, v in asdict(res).items() if k not in ("out", "corpus")},
+                "result": {k: v for k, v in asdict(res).items() if k not in ("out", "corpus", "rejects")},
                 "files": sorted(p.name for p in (corpus, out / "pairs.csv", out / "framed_pairs.csv", out / "clusters.csv",
                                                   out / "documents.csv"))}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

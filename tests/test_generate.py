@@ -244,3 +244,18 @@ def test_too_little_input_and_bad_options_are_clear_errors(tmp_path):
     r = runner.invoke(app, ["generate", str(src), "--out", str(tmp_path / "o"), "--variants", "a,b"])
     assert r.exit_code == 2
     assert not (tmp_path / "o").exists()  # nothing written on error
+
+
+def test_bad_records_are_named_and_skipped(tmp_path):
+    good = [{"url": f"u{i}", "text": " ".join(f"r{i}w{k}" for k in range(60))} for i in range(6)]
+    src = tmp_path / "mixed.jsonl"
+    lines = [json.dumps(r) for r in good]
+    lines.insert(2, '{"url": "broken", "text": ')
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "g"
+    r = runner.invoke(app, ["generate", str(src), "--out", str(out), "--framed", "0", "--kinds", "exact", "--duplicated", "1"])
+    assert r.exit_code == 0, r.output
+    assert "mixed.jsonl" in r.output and "line 3" in r.output
+    docs = _csv(out / "documents.csv")
+    assert sorted({d["source_url"] for d in docs}) == [f"u{i}" for i in range(6)]
+    check_corpus(out, GenerateOptions(framed=0, kinds=("exact",), duplicated=1.0))
