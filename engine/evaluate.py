@@ -30,6 +30,9 @@ from datetime import datetime
 from itertools import combinations
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from .errors import InputError
 
 Pair = tuple[int, int]
@@ -402,3 +405,6 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
         w = csv.DictWriter(fh, fieldnames=["method", "threshold", "measure", "value"])
         w.writeheader()
         w.writerows(rows)
+    table = pa.table({"method": [r["method"] for r in rows], "threshold": pa.array([r["threshold"] for r in rows], pa.float64()),
+                      "measure": [r["measure"] for r in rows], "value": pa.array([r["value"] for r in rows], pa.float64())})
+    pq.write_table(table, path.with_suffix(".parquet"))

@@ -72,6 +72,14 @@ def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
         assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["c-d"]
     for name in ("prf_jaccard.png", "prf_simhash.png", "report.html"):
         assert (tmp_path / "out" / name).stat().st_size > 1000, name
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "out" / "evaluation.parquet").to_pylist()
+    with open(tmp_path / "out" / "evaluation.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(table) == len(rows) and {(r["method"], r["measure"], r["value"]) for r in table} == {
+        (r["method"], r["measure"], float(r["value"])) for r in rows}
+    assert {("jaccard", "precision", 0.5), ("jaccard", "recall", 0.5)} <= {(r["method"], r["measure"], r["value"]) for r in table if r["threshold"] is None}
 
 
 def test_evaluate_on_the_fixtures_finds_the_gold_pairs(tmp_path):
