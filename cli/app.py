@@ -345,13 +345,22 @@ def evaluate(
     pooled: Annotated[bool, typer.Option("--pooled", help="003's pooled evaluation: the union of all methods' pairs, verified by edit similarity, is the reference.")] = False,
     verify: Annotated[str, typer.Option(help="--pooled: the similarity that verifies a pair: edit (003), weighted-jaccard or cosine (004, IDF weights).")] = "edit",
     verify_at: Annotated[float, typer.Option(help="--pooled: the least similarity of a verified pair.")] = 0.8,
+    support_sweep: Annotated[str, typer.Option(help="Concept clusters mined afresh and timed at each support k (001 tables 2-4): "
+                                                    "auto (k = ceil(t * sketch size) for t = 0.8 ... 1), none, or K1,K2,...")] = "auto",
 ) -> None:
     """Compare every pair method and clustering with reference pairs/clusters (000's Comparator,
     precision/recall/F1 per threshold, 004's cluster Pr/Re/F1/CPr); results go to `evaluations`."""
     from neardup.evaluate import evaluate as run
 
+    if support_sweep in ("auto", "none"):
+        supports = None if support_sweep == "auto" else ()
+    else:
+        try:
+            supports = tuple(int(k) for k in support_sweep.split(","))
+        except ValueError:
+            raise typer.BadParameter(f"expected auto, none or K1,K2,..., got {support_sweep!r}", param_hint="--support-sweep") from None
     try:
-        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled, verify_at=verify_at, measure=verify)
+        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled, verify_at=verify_at, measure=verify, supports=supports)
     except NeardupError as exc:
         _fail(exc)
     for what, n in ev.unknown.items():
@@ -376,6 +385,13 @@ def evaluate(
             for a in names:
                 t.add_row(a, *["-" if a == b else f"{ev.dice.get((a, b), ev.dice.get((b, a), 0.0)):.2f}" for b in names])
             out.print(t)
+    if ev.sweep:
+        from neardup.report import SWEEP_HEAD, sweep_rows
+
+        t = Table(*SWEEP_HEAD, title="concept clusters by support (001 tables 2-4)")
+        for row in sweep_rows(ev):
+            t.add_row(*[f"{x:.3f}" if isinstance(x, float) else str(x) for x in row])
+        out.print(t)
     if ev.cluster:
         t = Table("clustering", "Pr", "Re", "F1", "CPr")
         for m, c in ev.cluster.items():
@@ -383,7 +399,7 @@ def evaluate(
         out.print(t)
     by_t: dict[str, list[str]] = {}
     for r in ev.rows:
-        if r["threshold"] is not None and r["measure"] == "f1":
+        if r["threshold"] is not None and r["measure"] == "f1" and r["method"] != "concept_sweep":
             by_t.setdefault(r["method"], []).append(f"{r['threshold']:g}: {r['value']:.3f}")
     for m, cells in by_t.items():
         out.print(f"F1 of {m} by similarity threshold: " + ", ".join(cells), highlight=False)

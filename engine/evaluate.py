@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import InputError
+from .errors import InputError, SettingsMismatch
 
 Pair = tuple[int, int]
 
@@ -96,8 +98,6 @@ def weighted_jaccard(a: set[str], b: set[str], weight: dict[str, float]) -> floa
 
 def tfidf_cosine(a: dict[str, int], b: dict[str, int], idf: dict[str, float]) -> float:
     """004's cosine of TF-IDF vectors, ``r(t) = tf_r(t) * idf(t)``."""
-    import math
-
     va = {t: n * idf.get(t, 1.0) for t, n in a.items()}
     vb = {t: n * idf.get(t, 1.0) for t, n in b.items()}
     dot = sum(v * vb[t] for t, v in va.items() if t in vb)
@@ -109,10 +109,7 @@ def tfidf_cosine(a: dict[str, int], b: dict[str, int], idf: dict[str, float]) ->
 def _idf(con) -> dict[str, float]:
     """``log(1 + N / df)`` of every word of the collection (normal form, neardup's words);
     smoothed so that a word in every document still weighs something."""
-    import math
     from collections import Counter
-
-    import pyarrow as pa
 
     from . import text
 
@@ -135,8 +132,6 @@ def similarity_function(con, measure: str):
         return text_similarity
     if measure not in MEASURES:
         raise InputError(f"unknown similarity measure {measure!r}", hint=f"choose from {', '.join(MEASURES)}")
-    import pyarrow as pa
-
     from . import text
 
     idf = _idf(con)
@@ -254,18 +249,49 @@ class Evaluation:
     #: report 002's view per bit budget: ({group size: groups}, [(size, main page url)] of the ten largest)
     simhash_groups: dict[int, tuple[dict[int, int], list[tuple[int, str]]]] = field(default_factory=dict)
     dice: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: 001 tables 2-4: concept clusters mined afresh at each support k (most common elements first)
+    sweep: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
 
 THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
 
 
+def sweep_supports(size: int, thresholds: tuple[float, ...] = THRESHOLDS) -> tuple[int, ...]:
+    """The supports of the default sweep: ``ceil(t * size)`` for each similarity threshold, largest first."""
+    return tuple(sorted({math.ceil(t * size - 1e-9) for t in thresholds}, reverse=True))
+
+
+def support_sweep(con, supports: tuple[int, ...], gold: set[Pair]) -> list[dict]:
+    """001 tables 2-4: for each support k, the concept clusters of the whole index mined from
+    scratch (neighbours and miner, timed; the sketches are read once before), judged as pairs."""
+    from .clusters import _all_neighbours
+    from .concepts import mine
+
+    sk = {d: np.asarray(v, dtype=np.uint64) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
+    if sk:  # load the compiled kernels before timing (001 times the miner alone): a document and its copy
+        x = next(iter(sk.values()))
+        two = {0: x, 1: x.copy()}
+        mine(two, 1, neighbours=_all_neighbours(two, 1))
+    rows = []
+    for k in supports:
+        t0 = time.perf_counter()
+        found = mine(sk, k, neighbours=_all_neighbours(sk, k))
+        seconds = time.perf_counter() - t0
+        pairs = clusters_to_pairs([set(c.members) for c in found])
+        rows.append({"support": k, "seconds": seconds, "clusters": len(found), **comparator(pairs, gold), **pair_scores(pairs, gold)})
+    return rows
+
+
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
              thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8,
-             bits: tuple[int, ...] = (5, 10, 15), measure: str = "edit") -> Evaluation:
+             bits: tuple[int, ...] = (5, 10, 15), measure: str = "edit", supports: tuple[int, ...] | None = None) -> Evaluation:
     """Compare every pair method and clustering of the index with the reference (and, with
     ``pooled``, every pair method with the verified union of all of them); store the results
-    in ``evaluations`` and, with ``out``, write them as CSV files."""
+    in ``evaluations`` and, with ``out``, write them as CSV files.
+
+    ``supports``: the concept-cluster support sweep (``support_sweep``); None: ``sweep_supports``
+    of the bottom-k size when the index has bottom-k sketches and a reference is given; ``()``: none."""
     if not gold_pairs and not gold_clusters and not pooled:
         raise InputError("nothing to compare with", hint="pass --gold pairs.csv, --gold-clusters labels.csv or --pooled")
     t0 = time.perf_counter()
@@ -322,6 +348,21 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
                 ev.cluster[m] = cluster_scores(groups, gold_c)
                 for k, v in ev.cluster[m].items():
                     ev.rows.append({"method": f"clusters:{m}", "threshold": None, "measure": k, "value": v})
+        has_bottomk = "bottomk" in w.settings.methods
+        if supports and not has_bottomk:
+            raise SettingsMismatch("the support sweep mines concept clusters of bottom-k sketches; this index has none",
+                                   hint="drop --support-sweep, or create the index with bottomk in --methods")
+        if supports is None:
+            supports = sweep_supports(w.settings.bottomk, thresholds) if has_bottomk else ()
+        bad = [k for k in supports if not 1 <= k <= w.settings.bottomk]
+        if bad:
+            raise InputError(f"support sweep: {bad[0]} is not between 1 and the sketch size {w.settings.bottomk}")
+        if gold_p is not None and supports:
+            ev.sweep = support_sweep(con, tuple(supports), gold_p)
+            for r in ev.sweep:
+                for k, v in r.items():
+                    if k != "support":
+                        ev.rows.append({"method": "concept_sweep", "threshold": float(r["support"]), "measure": k, "value": float(v)})
         ev.seconds = time.perf_counter() - t0
         gold_desc = json.dumps({"pairs": gold_pairs, "clusters": gold_clusters})
         con.executemany(

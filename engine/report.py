@@ -1,7 +1,8 @@
 """Pictures (matplotlib) and one self-contained ``report.html`` for ``neardup evaluate --out``.
 
 * ``prf_<method>.png``: precision, recall and F1 against the similarity
-  threshold (needs reference pairs);
+  threshold (needs reference pairs); ``prf_concept_sweep.png`` against the
+  concept clusters' support;
 * ``groups_<bits>.png``: report 002's group-size histogram per bit budget;
 * ``dice.png``: the Dice matrix between methods as a heatmap (``--pooled``);
 * ``report.html``: every table of the run and the pictures, embedded (no
@@ -38,7 +39,7 @@ def figures(ev, out: Path) -> list[Path]:
         for measure, pts in sorted(series.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=measure)
-        ax.set_xlabel("similarity threshold")
+        ax.set_xlabel("common sketch elements (support)" if m == "concept_sweep" else "similarity threshold")
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{m}: precision, recall, F1")
         ax.legend()
@@ -79,6 +80,15 @@ def figures(ev, out: Path) -> list[Path]:
     return made
 
 
+SWEEP_HEAD = ["support", "seconds", "clusters", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1"]
+
+
+def sweep_rows(ev) -> list[list]:
+    """The support sweep as table rows (``SWEEP_HEAD``)."""
+    return [[r["support"], round(r["seconds"], 3), r["clusters"], r["gold_pairs"], r["found_pairs"], r["unique_gold_pairs"],
+             r["unique_found_pairs"], r["common_pairs"], r["precision"], r["recall"], r["f1"]] for r in ev.sweep]
+
+
 def _table(head: list[str], rows: list[list]) -> str:
     h = "".join(f"<th>{html.escape(str(x))}</th>" for x in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(x))}</td>" for x in r) + "</tr>" for r in rows)
@@ -99,6 +109,9 @@ def write_html(ev, out: Path, pictures: list[Path]) -> Path:
             ["method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1"],
             [[m, c["gold_pairs"], c["found_pairs"], c["unique_gold_pairs"], c["unique_found_pairs"], c["common_pairs"],
               scores[(m, "precision")], scores[(m, "recall")], scores[(m, "f1")]] for m, c in ev.comparator.items()]))
+    if ev.sweep:
+        parts.append("<h2>Concept clusters by support (001, tables 2-4)</h2>")
+        parts.append(_table(SWEEP_HEAD, sweep_rows(ev)))
     if ev.cluster:
         parts.append("<h2>Cluster measures (004)</h2>")
         parts.append(_table(["clustering", "Pr", "Re", "F1", "CPr"], [[m, c["Pr"], c["Re"], c["F1"], c["CPr"]] for m, c in ev.cluster.items()]))

@@ -188,3 +188,64 @@ def test_pooled_evaluation_with_another_measure(tmp_path, measure):
     ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)))
     ev = evaluate(idx, pooled=True, measure=measure)
     assert ev.pool[0] >= 1 and ev.pool[0] == ev.pool[1]  # identical texts verify under any measure
+
+
+def test_the_support_sweep_mines_each_threshold_afresh(tmp_path):
+    """001 tables 2-4: per support k, the concept clusters of the whole index, checked against
+    the exhaustive miner; the row at the index's own support equals the kept concept clusters."""
+    from neardup.concepts import brute_force
+    from neardup.evaluate import clusters_to_pairs, evaluate, sweep_supports
+    from neardup.settings import Settings
+
+    words = [f"w{i}" for i in range(600)]
+    base = words[:150]
+    recs = [{"url": "o", "text": " ".join(base)}]
+    for n in (1, 3, 6, 12, 25):  # copies with n words replaced: fewer shared sketch values as n grows
+        recs.append({"url": f"e{n}", "text": " ".join(base[: 150 - n] + words[300 + 10 * n : 300 + 11 * n])})
+    recs.append({"url": "z", "text": " ".join(words[450:600])})
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)), create_with=Settings(bottomk=32))
+    gold = tmp_path / "gold.csv"
+    gold.write_text("o,e1\no,e3\no,e6\ne1,e3\n")
+    supports = (32, 30, 28, 26, 24, 20)
+    ev = evaluate(idx, str(gold), supports=supports)
+    with idx.reader() as con:
+        sk = {d: list(v) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
+        ids = dict(con.execute("SELECT url, doc_id FROM documents").fetchall())
+    want = {(min(ids[a], ids[b]), max(ids[a], ids[b])) for a, b in (("o", "e1"), ("o", "e3"), ("o", "e6"), ("e1", "e3"))}
+    assert [r["support"] for r in ev.sweep] == list(supports)
+    recalls = []
+    for r in ev.sweep:
+        found = clusters_to_pairs([set(m) for m, _ in brute_force(sk, r["support"])])
+        common = len(found & want)
+        assert (r["found_pairs"], r["common_pairs"], r["clusters"]) == (len(found), common, len(brute_force(sk, r["support"])))
+        assert r["precision"] == pytest.approx(common / len(found) if found else 1.0)
+        assert r["recall"] == pytest.approx(common / len(want))
+        recalls.append(r["recall"])
+    assert recalls == sorted(recalls) and recalls[0] < recalls[-1]  # a lower support joins more
+    # the default sweep: ceil(t * 32) for t = 0.8 ... 1; its row at the index's support is the kept clustering
+    ev = evaluate(idx, str(gold))
+    assert [r["support"] for r in ev.sweep] == list(sweep_supports(32)) == [32, 31, 29, 28, 26]
+    at = next(r for r in ev.sweep if r["support"] == Settings(bottomk=32).support)
+    assert {k: at[k] for k in ev.comparator["clusters:concept"]} == ev.comparator["clusters:concept"]
+    assert evaluate(idx, str(gold), supports=()).sweep == []
+
+
+def test_support_sweep_options_on_the_command_line(tmp_path):
+    from neardup.cli.app import app
+    from typer.testing import CliRunner
+
+    recs = [{"url": u, "text": " ".join(f"w{i}" for i in range(120))} for u in ("a", "b")]
+    ingest(Index(tmp_path / "i"), str(write_jsonl(tmp_path / "r.jsonl", recs)))
+    gold = tmp_path / "g.csv"
+    gold.write_text("a,b\n")
+    base = ["evaluate", "--index", str(tmp_path / "i"), "--gold", str(gold)]
+    r = CliRunner().invoke(app, [*base, "--support-sweep", "100,90"])
+    assert r.exit_code == 0, r.output
+    assert "concept clusters by support" in r.output
+    r = CliRunner().invoke(app, [*base, "--support-sweep", "none"])
+    assert r.exit_code == 0 and "by support" not in r.output
+    r = CliRunner().invoke(app, [*base, "--support-sweep", "lots"])
+    assert r.exit_code == 2
+    r = CliRunner().invoke(app, [*base, "--support-sweep", "500"])
+    assert r.exit_code == 2 and "sketch size" in r.output
