@@ -80,6 +80,8 @@ class _Prepared:
     terms: pa.Table | None = None  # (doc = chunk row, term, tf) for the statistics-based methods
     sent_terms: pa.Table | None = None  # (doc, sent, term) for A5
     sent_texts: pa.Table | None = None  # (doc, sent, text) for A5
+    #: seconds of each preparing step, in the thread that prepared the chunk
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def extract_html(chunk: RawChunk) -> RawChunk:
@@ -107,9 +109,13 @@ def extract_html(chunk: RawChunk) -> RawChunk:
 
 def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects."""
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
     cleaned = chunk.column("content")
     normal = text.normal_form(cleaned)
+    t = _lap(timings, "normal form", t)
     analysis = text.analyze(normal, settings.seed, spans=settings.needs_spans)
+    _lap(timings, "words", t)
     n_words = analysis.word_counts.astype(np.int32)
     n_sentences = analysis.sentence_counts.astype(np.int32)
     ok = n_words >= settings.min_words
@@ -127,7 +133,7 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     texts = kept_text.to_pylist()
     h = xxhash.xxh3_64_intdigest
     hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
-    images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings)
+    images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings, timings)
     columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
     columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
     table = pa.table(
@@ -143,7 +149,13 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
             "content_hash": pa.array(hashes, pa.uint64()),
         }
     )
-    return _Prepared(table, rejects, terms, sent_terms, sent_texts)
+    return _Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
+
+
+def _lap(timings: dict[str, float], stage: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[stage] = timings.get(stage, 0.0) + now - since
+    return now
 
 
 class _Versions:
@@ -252,13 +264,18 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
     first = True
     settings = w.settings
 
-    def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None]:
+    def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
+        t0 = time.perf_counter()
         chunk = extract_html(chunk)
-        return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None)
+        t_html = time.perf_counter() - t0
+        return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 
     t = time.perf_counter()
-    for chunk, prepared in ordered_map(prep, chunks):
+    for chunk, prepared, t_html in ordered_map(prep, chunks):
         t = res.tick("read+prepare", t)
+        # the preparing threads' own steps (they overlap the main thread's stages and each other)
+        for stage, sec in [("html", t_html), *(prepared.timings.items() if prepared else ())]:
+            res.timings[f"prepare: {stage}"] = res.timings.get(f"prepare: {stage}", 0.0) + sec
         res.n_skipped += chunk.n_skipped
         res.n_bytes += chunk.n_bytes_read
         rejects = list(chunk.rejects) + (prepared.rejects if prepared else [])

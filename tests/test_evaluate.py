@@ -139,7 +139,8 @@ def test_stage_timings_are_kept_per_batch_and_summed(tmp_path):
     with idx.reader() as con:
         rows = con.execute("SELECT batch_id, stage, seconds FROM batch_timings").fetchall()
     assert {b for b, _, _ in rows} == {1, 2}
-    assert {"read+prepare", "store", "candidates+verify", "clusters"} <= {s for _, s, _ in rows}
+    assert {"read+prepare", "store", "candidates", "verify", "clusters", "prepare: shingles", "prepare: fingerprint bottomk",
+            "prepare: words"} <= {s for _, s, _ in rows}
     ev = evaluate(idx, pooled=True)
     assert ev.timings["store"] == pytest.approx(sum(x for _, s, x in rows if s == "store"))
 

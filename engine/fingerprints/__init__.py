@@ -12,6 +12,7 @@ shared by the methods that need them.
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -194,12 +195,38 @@ def compute(normal: pa.Array, analysis: Analysis, settings: Settings) -> dict[st
     return compute_all(normal, analysis, settings)[0]
 
 
-def compute_all(normal: pa.Array, analysis: Analysis, settings: Settings):
+#: Methods computed from the word-shingle hashes (made once per chunk, timed as "shingles").
+SHINGLE_METHODS = ("shingles", "bottomk", "minhash")
+
+
+def compute_all(normal: pa.Array, analysis: Analysis, settings: Settings, timings: dict[str, float] | None = None):
     """``(compute(...), doc_terms, a5 occurrences, a5 sentence texts)`` from one shared ``Chunk``,
-    so that words, their hashes and the RCDL word lists are made once."""
+    so that words, their hashes and the RCDL word lists are made once.
+
+    ``timings`` gets the seconds of the word shingles (``shingles``), of each method
+    (``fingerprint <method>``) and of the term lists (``terms``), added to what it holds."""
     c = Chunk(normal, analysis, settings)
-    images = {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
-    return (images, *_terms(c))
+    if timings is None:
+        images = {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
+        return (images, *_terms(c))
+
+    def lap(stage: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[stage] = timings.get(stage, 0.0) + now - since
+        return now
+
+    t = time.perf_counter()
+    if any(m in SHINGLE_METHODS for m in settings.methods):
+        c.shingle_hashes  # noqa: B018 - made here so that their time is not charged to one method
+        t = lap("shingles", t)
+    images = {}
+    for m in settings.methods:
+        if m in COMPUTE:
+            images[m] = COMPUTE[m](c)
+            t = lap(f"fingerprint {m}", t)
+    terms = _terms(c)
+    lap("terms", t)
+    return (images, *terms)
 
 
 def posting_keys(kind: str, column: pa.Array, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
