@@ -32,7 +32,7 @@ from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
 from .keys import hash64
-from .pipeline import ordered_map, prefetch
+from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
 from .settings import Settings
 from .sqlfiles import query
@@ -68,9 +68,7 @@ class IngestResult:
     clusters: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def tick(self, stage: str, since: float) -> float:
-        now = time.perf_counter()
-        self.timings[stage] = self.timings.get(stage, 0.0) + now - since
-        return now
+        return lap(self.timings, stage, since)
 
 
 @dataclass
@@ -113,9 +111,9 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
     t = time.perf_counter()
     cleaned = chunk.column("content")
     normal = text.normal_form(cleaned)
-    t = _lap(timings, "normal form", t)
+    t = lap(timings, "normal form", t)
     analysis = text.analyze(normal, settings.seed, spans=settings.needs_spans)
-    _lap(timings, "words", t)
+    lap(timings, "words", t)
     n_words = analysis.word_counts.astype(np.int32)
     n_sentences = analysis.sentence_counts.astype(np.int32)
     ok = n_words >= settings.min_words
@@ -150,12 +148,6 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
         }
     )
     return _Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
-
-
-def _lap(timings: dict[str, float], stage: str, since: float) -> float:
-    now = time.perf_counter()
-    timings[stage] = timings.get(stage, 0.0) + now - since
-    return now
 
 
 class _Versions:

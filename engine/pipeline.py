@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
 _DONE = object()
+
+
+def lap(timings: dict[str, float], stage: str, since: float) -> float:
+    """Add the seconds since ``since`` to ``timings[stage]``; returns now (the next lap's start)."""
+    now = time.perf_counter()
+    timings[stage] = timings.get(stage, 0.0) + now - since
+    return now
 
 
 def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from ..pipeline import lap
 from ..settings import Settings
 from ..text import Analysis
 from . import hashing, lexical, rcdl, sketches
@@ -209,23 +210,17 @@ def compute_all(normal: pa.Array, analysis: Analysis, settings: Settings, timing
     if timings is None:
         images = {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
         return (images, *_terms(c))
-
-    def lap(stage: str, since: float) -> float:
-        now = time.perf_counter()
-        timings[stage] = timings.get(stage, 0.0) + now - since
-        return now
-
     t = time.perf_counter()
     if any(m in SHINGLE_METHODS for m in settings.methods):
         c.shingle_hashes  # noqa: B018 - made here so that their time is not charged to one method
-        t = lap("shingles", t)
+        t = lap(timings, "shingles", t)
     images = {}
     for m in settings.methods:
         if m in COMPUTE:
             images[m] = COMPUTE[m](c)
-            t = lap(f"fingerprint {m}", t)
+            t = lap(timings, f"fingerprint {m}", t)
     terms = _terms(c)
-    lap("terms", t)
+    lap(timings, "terms", t)
     return (images, *terms)
 
 
