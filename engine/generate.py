@@ -382,7 +382,8 @@ def _allocate(o: GenerateOptions, docs: list[list[list[str]]], n_groups: int) ->
     if len(long_frames) < n_groups:
         raise GenerateError(f"{n_groups} framed groups need sources of at least {o.frame_words} words; "
                             f"only {len(long_frames)} usable sources are that long")
-    rest = [i for i in order if i not in set(long_frames)]
+    taken = set(long_frames)
+    rest = [i for i in order if i not in taken]
     boiler = rest[:boiler_frames]
     framed = rest[boiler_frames : boiler_frames + o.framed]
     originals = rest[boiler_frames + o.framed :]
@@ -412,8 +413,8 @@ def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str
             continue
         for v in range(rng.between(*o.variants)):
             kind = rng.pick(o.kinds)
-            if kind == "reorder" and not can_reorder(docs[s]):
-                kind = "edit" if "edit" in o.kinds else "exact"
+            if kind == "reorder" and not can_reorder(docs[s]):  # one sentence: another kind asked for, else a copy
+                kind = next((k for k in o.kinds if k != "reorder"), "exact")
             if kind == "exact":
                 lines, ops = docs[s], []
             elif kind == "edit":
