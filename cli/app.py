@@ -336,83 +336,57 @@ def rebuild(
             out.print(f"{m}: {d['created']} clusters", highlight=False)
 
 
+def _numbers(value: str, kind, name: str) -> tuple:
+    """``A,B,...`` as a tuple of numbers."""
+    try:
+        return tuple(kind(x) for x in value.split(",") if x.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated numbers, got {value!r}", param_hint=name) from None
+
+
 @app.command()
 def evaluate(
     index: IndexOpt = DEFAULT_INDEX,
     gold: Annotated[str | None, typer.Option(help="CSV of reference duplicate pairs: two columns of urls or doc ids; header optional.")] = None,
     gold_clusters: Annotated[str | None, typer.Option(help="CSV of reference clusters: url,cluster_label; header optional.")] = None,
-    out_dir: Annotated[str | None, typer.Option("--out", help="Folder for CSV files: all measures, and the unique pairs per method.")] = None,
-    pooled: Annotated[bool, typer.Option("--pooled", help="003's pooled evaluation: the union of all methods' pairs, verified by edit similarity, is the reference.")] = False,
+    out_dir: Annotated[str | None, typer.Option("--out", help="Folder for the report: every table as CSV and Parquet, the unique "
+                                                              "pairs per method, pictures and report.html.")] = None,
+    pooled: Annotated[bool, typer.Option("--pooled", help="003's pooled evaluation: the union of all methods' pairs, verified by a text similarity, is the reference.")] = False,
     verify: Annotated[str, typer.Option(help="--pooled: the similarity that verifies a pair: edit (003), weighted-jaccard or cosine (004, IDF weights).")] = "edit",
     verify_at: Annotated[float, typer.Option(help="--pooled: the least similarity of a verified pair.")] = 0.8,
-    support_sweep: Annotated[str, typer.Option(help="Concept clusters mined afresh and timed at each support k (001 tables 2-4): "
-                                                    "auto (k = ceil(t * sketch size) for t = 0.8 ... 1), none, or K1,K2,...")] = "auto",
+    thresholds: Annotated[str, typer.Option(help="Similarity thresholds of the per-threshold rows, comma-separated.")] = "0.8,0.85,0.9,0.95,1",
+    support_sweep: Annotated[str, typer.Option(help="Concept clusters mined afresh and timed at each support k, for the bottom-k and "
+                                                    "min-hash images (001 tables 2-4 and 6): auto (k = ceil(t * image size) for each "
+                                                    "threshold t), none, or K1,K2,...")] = "auto",
+    bits: Annotated[str, typer.Option(help="Report 002's view (group sizes, top-10 groups, distances) for these simhash bit budgets; 'none' for none.")] = "5,10,15",
+    measures: Annotated[str | None, typer.Option(help="004's similarities to add to the unique-pair lists, comma-separated: edit, weighted-jaccard, cosine.")] = None,
 ) -> None:
     """Compare every pair method and clustering with reference pairs/clusters (000's Comparator,
-    precision/recall/F1 per threshold, 004's cluster Pr/Re/F1/CPr); results go to `evaluations`."""
+    precision/recall/F1 per threshold, 001's support sweep, 004's cluster Pr/Re/F1/CPr), or with
+    their verified union (003, --pooled); results go to `evaluations` and, with --out, a report."""
     from neardup.evaluate import evaluate as run
+    from neardup.report import fmt, tables
 
-    if support_sweep in ("auto", "none"):
-        supports = None if support_sweep == "auto" else ()
-    else:
-        try:
-            supports = tuple(int(k) for k in support_sweep.split(","))
-        except ValueError:
-            raise typer.BadParameter(f"expected auto, none or K1,K2,..., got {support_sweep!r}", param_hint="--support-sweep") from None
+    supports = None if support_sweep == "auto" else () if support_sweep == "none" else _numbers(support_sweep, int, "--support-sweep")
+    bit_list = () if bits == "none" else _numbers(bits, int, "--bits")
+    threshold_list = _numbers(thresholds, float, "--thresholds")
+    measure_list = tuple(m.strip() for m in measures.split(",") if m.strip()) if measures else ()
     try:
-        ev = run(Index(index), gold, gold_clusters, out_dir, pooled=pooled, verify_at=verify_at, measure=verify, supports=supports)
+        ev = run(Index(index), gold, gold_clusters, out_dir, thresholds=threshold_list, pooled=pooled, verify_at=verify_at,
+                 bits=bit_list, measure=verify, supports=supports, measures=measure_list)
     except NeardupError as exc:
         _fail(exc)
     for what, n in ev.unknown.items():
         if n:
             err.print(f"[yellow]{n} {what} name documents not in the index (left out)[/]", highlight=False)
-    if ev.comparator:
-        t = Table("method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1")
-        scores = {(r["method"], r["measure"]): r["value"] for r in ev.rows if r["threshold"] is None}
-        for m, c in ev.comparator.items():
-            t.add_row(m, str(c["gold_pairs"]), str(c["found_pairs"]), str(c["unique_gold_pairs"]), str(c["unique_found_pairs"]),
-                      str(c["common_pairs"]), f"{scores[(m, 'precision')]:.3f}", f"{scores[(m, 'recall')]:.3f}", f"{scores[(m, 'f1')]:.3f}")
-        out.print(t)
-    if ev.pooled:
-        out.print(f"pooled: {ev.pool[0]} pairs found by some method, {ev.pool[1]} verified ({verify} similarity >= {verify_at:g})", highlight=False)
-        t = Table("method", "pairs", "recall", "precision", "F1")
-        for m, c in ev.pooled.items():
-            t.add_row(m, str(int(c["pairs"])), f"{c['recall']:.3f}", f"{c['precision']:.3f}", f"{c['f1']:.3f}")
-        out.print(t)
-        names = list(ev.pooled)
-        if len(names) > 1:
-            t = Table("Dice", *names)
-            for a in names:
-                t.add_row(a, *["-" if a == b else f"{ev.dice.get((a, b), ev.dice.get((b, a), 0.0)):.2f}" for b in names])
-            out.print(t)
-    if ev.sweep:
-        from neardup.report import SWEEP_HEAD, sweep_rows
-
-        t = Table(*SWEEP_HEAD, title="concept clusters by support (001 tables 2-4)")
-        for row in sweep_rows(ev):
-            t.add_row(*[f"{x:.3f}" if isinstance(x, float) else str(x) for x in row])
-        out.print(t)
-    if ev.cluster:
-        t = Table("clustering", "Pr", "Re", "F1", "CPr")
-        for m, c in ev.cluster.items():
-            t.add_row(m, f"{c['Pr']:.3f}", f"{c['Re']:.3f}", f"{c['F1']:.3f}", f"{c['CPr']:.3f}")
-        out.print(t)
-    by_t: dict[str, list[str]] = {}
-    for r in ev.rows:
-        if r["threshold"] is not None and r["measure"] == "f1" and r["method"] != "concept_sweep":
-            by_t.setdefault(r["method"], []).append(f"{r['threshold']:g}: {r['value']:.3f}")
-    for m, cells in by_t.items():
-        out.print(f"F1 of {m} by similarity threshold: " + ", ".join(cells), highlight=False)
-    for b, (hist, top) in ev.simhash_groups.items():
-        out.print(f"simhash groups within {b} bits (report 002's greedy grouping), groups by size: "
-                  + ", ".join(f"{size}: {n}" for size, n in hist.items()), highlight=False)
-        t = Table(f"top groups, {b} bits: size", "main page")
-        for size, u in top:
-            t.add_row(str(size), u)
-        out.print(t)
-    if ev.timings:
-        out.print("ingest time per stage, all batches (s): " + ", ".join(f"{k} {v:.2f}" for k, v in ev.timings.items()), highlight=False)
-    out.print(f"evaluation run {ev.run_id} stored in evaluations ({ev.seconds:.2f} s)", highlight=False)
+    for t in tables(ev):
+        if t.terminal:
+            table = Table(*(c.replace("_", " ") for c in t.columns), title=t.title, title_justify="left")
+            for row in t.rows:
+                table.add_row(*(fmt(x) for x in row))
+            out.print(table)
+    where = f"; report in {out_dir}" if out_dir else ""
+    out.print(f"evaluation run {ev.run_id} stored in evaluations ({ev.seconds:.2f} s){where}", highlight=False)
 
 
 def _range(value: str, kind, name: str) -> tuple:

@@ -169,9 +169,14 @@ def greedy002(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: in
     return sorted(g for _, g in greedy002_groups(ids, lengths, hashes, bits, seed) if len(g) > 1)
 
 
-def greedy002_groups(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: int, seed: int = 0) -> list[tuple[int, tuple[int, ...]]]:
+def greedy002_groups(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, bits: int, seed: int = 0,
+                     distances: np.ndarray | None = None) -> list[tuple[int, tuple[int, ...]]]:
     """Every group of report 002's grouping, singletons included, with its main page (the
-    document picked for it): ``[(main, members)]`` in the order they were made."""
+    document picked for it): ``[(main, members)]`` in the order they were made.
+
+    ``distances`` (65 counters), when given, counts the Hamming distance of every comparison
+    made: each remaining document of a pick's length window against the pick (002's
+    histogram of the distances between the documents it checked)."""
     order = np.lexsort((ids, lengths))
     ids, lengths, hashes = ids[order], lengths[order].astype(np.int64), hashes[order].astype(np.uint64)
     alive = np.ones(ids.size, dtype=bool)
@@ -187,7 +192,10 @@ def greedy002_groups(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, b
         hi = np.searchsorted(lengths, int(base * 1.2) + 2, side="left")
         window = np.arange(lo, hi)
         window = window[alive[window]]
-        near = window[np.bitwise_count(hashes[window] ^ hashes[pick]) <= bits]
+        dist = np.bitwise_count(hashes[window] ^ hashes[pick])
+        if distances is not None:
+            distances += np.bincount(dist, minlength=65)
+        near = window[dist <= bits]
         alive[near] = False
         out.append((int(ids[pick]), tuple(sorted([int(ids[pick]), *ids[near].tolist()]))))
     return out

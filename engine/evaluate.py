@@ -1,11 +1,16 @@
 """``neardup evaluate``: the seeds' comparisons of found duplicates with a reference.
 
-* **Comparator** (000, section 3, item 8): for a method, the number of pairs
-  in the reference list, the number found, the reference pairs not found
-  ("unique reference pairs"), the found pairs not in the reference ("unique
-  found pairs") and the pairs in both; the two unique lists are written as CSV.
+* **Comparator** (000, section 3, item 8): for a method and threshold, the
+  number of pairs in the reference list, the number found, the reference pairs
+  not found ("unique reference pairs"), the found pairs not in the reference
+  ("unique found pairs") and the pairs in both; the two unique lists are
+  written as CSV.
 * **Pair precision, recall, F1** per pair method, and per similarity
   threshold (the layout of 001's tables: one row per threshold).
+* **Concept clusters by support** (001 tables 2-4 and 6): the clusters of
+  documents sharing >= k image elements, mined afresh and timed at each k, for
+  the bottom-k image ("n minimal elements in a permutation") and the min-hash
+  image ("minimal elements in n permutations").
 * **Cluster Pr, Re, F1, CPr** exactly as 004 defines them: each reference
   cluster g_i is matched with the found cluster f(g_i) sharing most members;
   ``Pr_i = |f(g_i) ∩ g_i| / |f(g_i)|``, ``Re_i = |f(g_i) ∩ g_i| / |g_i|``; Pr and
@@ -13,11 +18,19 @@
   members); ``F1 = 2 Pr Re / (Pr + Re)``; ``CPr_i`` is the share of the pairs
   of found cluster c_i whose two members share a reference cluster, and CPr
   their mean.
+* **Pooled evaluation** (003): the union of every method's pairs, verified by
+  a text similarity, is the reference; recall, precision, F1 and the Dice
+  matrix between methods.
+* **Report 002's view**: group sizes, the ten largest groups and the
+  distances checked, per simhash bit budget.
 
 Reference pairs and clusters name documents by url (or by doc id); a url
 stands for its latest version, and a relative path (``dir/x.html`` or
 ``file://dir/x.html``) stands for the one ingested ``file:///`` url that ends
 with it.
+
+Everything is computed on a read-only connection; the writer is taken only
+to store the results in ``evaluations``.
 """
 
 from __future__ import annotations
@@ -26,14 +39,15 @@ import csv
 import json
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .errors import InputError, SettingsMismatch
 
@@ -42,12 +56,13 @@ Pair = tuple[int, int]
 
 def comparator(found: set[Pair], gold: set[Pair]) -> dict[str, int]:
     """000's Comparator: its five numbers."""
+    common = len(found & gold)
     return {
         "gold_pairs": len(gold),
         "found_pairs": len(found),
-        "unique_gold_pairs": len(gold - found),
-        "unique_found_pairs": len(found - gold),
-        "common_pairs": len(found & gold),
+        "unique_gold_pairs": len(gold) - common,
+        "unique_found_pairs": len(found) - common,
+        "common_pairs": common,
     }
 
 
@@ -59,22 +74,41 @@ def pair_scores(found: set[Pair], gold: set[Pair]) -> dict[str, float]:
 
 
 def cluster_scores(found: list[set[int]], gold: list[set[int]]) -> dict[str, float]:
-    """004's Pr, Re, F1 and CPr of found clusters against reference clusters."""
+    """004's Pr, Re, F1 and CPr of found clusters against reference clusters.
+
+    A clustering in 004 is a partition: a reference member that no found cluster holds is in a
+    found cluster of its own (a singleton). ``f(g)`` is the found cluster sharing most members
+    with ``g``; ties go to the smaller cluster, then to the earlier one."""
     total = sum(len(g) for g in gold)
+    holding: dict[int, list[int]] = {}
+    for i, c in enumerate(found):
+        for d in c:
+            holding.setdefault(d, []).append(i)
     pr = re = 0.0
     for g in gold:
-        best = max(found, key=lambda c: (len(c & g), -len(c)), default=set())
-        inter = len(best & g)
-        pr += len(g) / total * (inter / len(best) if best else 0.0)
+        overlap = Counter(i for d in g for i in holding.get(d, ()))
+        # candidates (common members, -size, -position); an unclustered member is a singleton
+        best = max(((n, -len(found[i]), -i) for i, n in overlap.items()), default=(0, 0, 0))
+        if any(d not in holding for d in g):
+            best = max(best, (1, -1, 1))
+        inter, size = best[0], -best[1]
+        pr += len(g) / total * (inter / size if size else 0.0)
         re += len(g) / total * (inter / len(g))
-    label = {d: i for i, g in enumerate(gold) for d in g}
+    labels: dict[int, set[int]] = {}
+    for j, g in enumerate(gold):
+        for d in g:
+            labels.setdefault(d, set()).add(j)
+    one_label = all(len(s) == 1 for s in labels.values())
     cprs = []
     for c in found:
-        if len(c) < 2:
+        k = len(c)
+        if k < 2:
             continue
-        pairs = list(combinations(sorted(c), 2))
-        same = sum(1 for t, s in pairs if t in label and label.get(s) == label[t])
-        cprs.append(same / len(pairs))
+        if one_label:  # pairs inside a reference cluster: sum of C(n_j, 2) over its labels
+            same = sum(n * (n - 1) // 2 for n in Counter(next(iter(labels[d])) for d in c if d in labels).values())
+        else:  # overlapping reference clusters: a pair counts once if some cluster holds both
+            same = sum(1 for t, s in combinations(sorted(c), 2) if labels.get(t, set()) & labels.get(s, set()))
+        cprs.append(same / (k * (k - 1) // 2))
     return {
         "Pr": pr, "Re": re, "F1": 2 * pr * re / (pr + re) if pr + re else 0.0,
         "CPr": sum(cprs) / len(cprs) if cprs else 0.0,
@@ -109,8 +143,6 @@ def tfidf_cosine(a: dict[str, int], b: dict[str, int], idf: dict[str, float]) ->
 def _idf(con) -> dict[str, float]:
     """``log(1 + N / df)`` of every word of the collection (normal form, neardup's words);
     smoothed so that a word in every document still weighs something."""
-    from collections import Counter
-
     from . import text
 
     df: Counter = Counter()
@@ -126,25 +158,30 @@ def _idf(con) -> dict[str, float]:
 MEASURES = ("edit", "weighted-jaccard", "cosine")
 
 
-def similarity_function(con, measure: str):
-    """A function ``(text a, text b, cutoff) -> similarity`` for one of ``MEASURES``."""
+def check_measures(names) -> tuple[str, ...]:
+    bad = [m for m in names if m not in MEASURES]
+    if bad:
+        raise InputError(f"unknown similarity measure {bad[0]!r}", hint=f"choose from {', '.join(MEASURES)}")
+    return tuple(names)
+
+
+def similarity_function(con, measure: str, idf: dict[str, float] | None = None):
+    """A function ``(text a, text b, cutoff) -> similarity`` for one of ``MEASURES``; ``idf``:
+    the collection's weights when already computed."""
+    check_measures([measure])
     if measure == "edit":
         return text_similarity
-    if measure not in MEASURES:
-        raise InputError(f"unknown similarity measure {measure!r}", hint=f"choose from {', '.join(MEASURES)}")
     from . import text
 
-    idf = _idf(con)
+    weights = idf if idf is not None else _idf(con)
 
-    def words(t: str) -> list[str]:
-        return text.words(text.normal_form(pa.array([t], pa.large_string()))).to_pylist()[0]
+    @lru_cache(maxsize=4096)
+    def counts(t: str) -> Counter:  # a text is compared with several others: tokenized once
+        return Counter(text.words(text.normal_form(pa.array([t], pa.large_string()))).to_pylist()[0])
 
     if measure == "weighted-jaccard":
-        return lambda a, b, cutoff=0.0: weighted_jaccard(set(words(a)), set(words(b)), idf)
-
-    from collections import Counter
-
-    return lambda a, b, cutoff=0.0: tfidf_cosine(Counter(words(a)), Counter(words(b)), idf)
+        return lambda a, b, cutoff=0.0: weighted_jaccard(set(counts(a)), set(counts(b)), weights)
+    return lambda a, b, cutoff=0.0: tfidf_cosine(counts(a), counts(b), weights)
 
 
 def pooled_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, dict[str, float]]:
@@ -226,35 +263,88 @@ def _read_csv(path: str) -> list[list[str]]:
             rows = [r for r in csv.reader(fh) if r and any(x.strip() for x in r)]
     except OSError as exc:
         raise InputError(f"{path}: cannot read the reference file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     for i, r in enumerate(rows, start=1):
         if len(r) < 2:
             raise InputError(f"{path}: line {i}: expected two columns, got {len(r)}")
     return [[x.strip() for x in r] for r in rows]
 
 
-def clusters_to_pairs(groups: list[set[int]]) -> set[Pair]:
+def clusters_to_pairs(groups) -> set[Pair]:
     return {p for g in groups for p in combinations(sorted(g), 2)}
 
 
 @dataclass
 class Evaluation:
-    run_id: int
-    rows: list[dict] = field(default_factory=list)  # method, threshold, measure, value
-    comparator: dict[str, dict[str, int]] = field(default_factory=dict)
+    run_id: int = 0
+    #: method -> 000's Comparator and precision/recall/F1 of all its pairs (clusterings: ``clusters:<m>``)
+    comparator: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the same per similarity threshold: dicts of method, threshold, the Comparator, precision, recall, f1
+    by_threshold: list[dict] = field(default_factory=list)
+    #: method -> (reference pairs it misses, its pairs not in the reference)
+    unique: dict[str, tuple[list[Pair], list[Pair]]] = field(default_factory=dict)
+    #: 004's measures per clustering
     cluster: dict[str, dict[str, float]] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
     pooled: dict[str, dict[str, float]] = field(default_factory=dict)
     pool: tuple[int, int] = (0, 0)  # pairs in the pool, of which verified
+    verify: tuple[str, float] = ("edit", 0.8)
+    dice: dict[tuple[str, str], float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per ingest stage, all batches
     #: report 002's view per bit budget: ({group size: groups}, [(size, main page url)] of the ten largest)
     simhash_groups: dict[int, tuple[dict[int, int], list[tuple[int, str]]]] = field(default_factory=dict)
-    dice: dict[tuple[str, str], float] = field(default_factory=dict)
-    #: 001 tables 2-4: concept clusters mined afresh at each support k (most common elements first)
+    #: report 002's distances checked per bit budget: 65 counts, index = differing bits
+    simhash_distances: dict[int, list[int]] = field(default_factory=dict)
+    #: 001 tables 2-4 and 6: concept clusters mined afresh at each support k, per image
     sweep: list[dict] = field(default_factory=list)
+    #: 004's measures of the pairs in the unique lists: pair -> {measure: similarity}
+    pair_similarity: dict[Pair, dict[str, float]] = field(default_factory=dict)
+    urls: dict[int, str] = field(default_factory=dict)  # of the documents in the unique lists
     seconds: float = 0.0
+
+    def rows(self) -> list[dict]:
+        """Every number as a ``(method, threshold, measure, value)`` row (the ``evaluations`` table)."""
+        out = []
+
+        def add(method, threshold, measure, value):
+            out.append({"method": method, "threshold": threshold, "measure": measure, "value": float(value)})
+
+        for m, scores in self.comparator.items():
+            for k, v in scores.items():
+                add(m, None, k, v)
+        for r in self.by_threshold:
+            for k, v in r.items():
+                if k not in ("method", "threshold"):
+                    add(r["method"], r["threshold"], k, v)
+        for m, scores in self.cluster.items():
+            for k, v in scores.items():
+                add(f"clusters:{m}", None, k, v)
+        for r in self.sweep:
+            for k, v in r.items():
+                if k not in ("image", "support"):
+                    add(f"sweep:{r['image']}", float(r["support"]), k, v)
+        for m, scores in self.pooled.items():
+            for k, v in scores.items():
+                add(m, self.verify[1], f"pooled_{k}", v)
+        for (a, b), v in self.dice.items():
+            add(a, None, f"dice:{b}", v)
+        for b, (hist, _) in self.simhash_groups.items():
+            for size, n in hist.items():
+                add(f"greedy002_{b}", None, f"groups_of_size:{size}", n)
+        for b, counts in self.simhash_distances.items():
+            for d, n in enumerate(counts):
+                if n:
+                    add(f"greedy002_{b}", float(d), "compared", n)
+        for k, v in self.timings.items():
+            add("ingest", None, f"seconds:{k}", v)
+        return out
 
 
 THRESHOLDS = (0.8, 0.85, 0.9, 0.95, 1.0)
+
+#: the images the support sweep mines: fingerprint method -> (table, column)
+SWEEP_IMAGES = {"bottomk": ("fp_bottomk", "sketch"), "minhash": ("fp_minhash", "signature")}
 
 
 def sweep_supports(size: int, thresholds: tuple[float, ...] = THRESHOLDS) -> tuple[int, ...]:
@@ -262,43 +352,67 @@ def sweep_supports(size: int, thresholds: tuple[float, ...] = THRESHOLDS) -> tup
     return tuple(sorted({math.ceil(t * size - 1e-9) for t in thresholds}, reverse=True))
 
 
-def support_sweep(con, supports: tuple[int, ...], gold: set[Pair]) -> list[dict]:
-    """001 tables 2-4: for each support k, the concept clusters of the whole index mined from
-    scratch (neighbours and miner, timed; the sketches are read once before), judged as pairs."""
+def image_size(settings, image: str) -> int:
+    return settings.bottomk if image == "bottomk" else settings.minhash_perms
+
+
+def read_images(con, image: str) -> dict[int, np.ndarray]:
+    """Each document's image as a sorted array of distinct values. The min-hash image is the set
+    of its signature's values (000's "minimal elements in n permutations": the shingle hashes the
+    permutations select, merged by value whichever permutation selected them)."""
+    table, col = SWEEP_IMAGES[image]
+    return {d: np.unique(np.asarray(v, dtype=np.uint64)) for d, v in con.execute(f"SELECT doc_id, {col} FROM {table}").fetchall()}
+
+
+def support_sweep(images: dict[int, np.ndarray], supports: tuple[int, ...], gold: set[Pair]) -> list[dict]:
+    """001 tables 2-4 and 6: for each support k, the concept clusters of the whole index mined
+    from scratch (neighbours and miner, timed; the images are read before), judged as pairs."""
     from .clusters import _all_neighbours
     from .concepts import mine
 
-    sk = {d: np.asarray(v, dtype=np.uint64) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
-    if sk:  # load the compiled kernels before timing (001 times the miner alone): a document and its copy
-        x = next(iter(sk.values()))
+    if images:  # load the compiled kernels before timing (001 times the miner alone): a document and its copy
+        x = next(iter(images.values()))
         two = {0: x, 1: x.copy()}
         mine(two, 1, neighbours=_all_neighbours(two, 1))
     rows = []
     for k in supports:
         t0 = time.perf_counter()
-        found = mine(sk, k, neighbours=_all_neighbours(sk, k))
+        found = mine(images, k, neighbours=_all_neighbours(images, k))
         seconds = time.perf_counter() - t0
-        pairs = clusters_to_pairs([set(c.members) for c in found])
+        pairs = clusters_to_pairs(c.members for c in found)
         rows.append({"support": k, "seconds": seconds, "clusters": len(found), **comparator(pairs, gold), **pair_scores(pairs, gold)})
     return rows
 
 
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
              thresholds: tuple[float, ...] = THRESHOLDS, pooled: bool = False, verify_at: float = 0.8,
-             bits: tuple[int, ...] = (5, 10, 15), measure: str = "edit", supports: tuple[int, ...] | None = None) -> Evaluation:
+             bits: tuple[int, ...] = (5, 10, 15), measure: str = "edit", supports: tuple[int, ...] | None = None,
+             measures: tuple[str, ...] = ()) -> Evaluation:
     """Compare every pair method and clustering of the index with the reference (and, with
     ``pooled``, every pair method with the verified union of all of them); store the results
-    in ``evaluations`` and, with ``out``, write them as CSV files.
+    in ``evaluations`` and, with ``out``, write every table, the pictures and ``report.html``.
 
-    ``supports``: the concept-cluster support sweep (``support_sweep``); None: ``sweep_supports``
-    of the bottom-k size when the index has bottom-k sketches and a reference is given; ``()``: none."""
+    ``supports``: the concept-cluster support sweep (``support_sweep``) of each image the index
+    has; None: ``sweep_supports`` of the image's size when a reference is given; ``()``: none.
+    ``measures``: 004's similarities (``MEASURES``) to compute for the pairs of the unique lists."""
+    from .settings import Settings
+    from .store import catalog
+
     if not gold_pairs and not gold_clusters and not pooled:
         raise InputError("nothing to compare with", hint="pass --gold pairs.csv, --gold-clusters labels.csv or --pooled")
+    check_measures([measure, *measures])
     t0 = time.perf_counter()
-    with index.writer() as w:
-        con = w.con
-        run_id = int(con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM evaluations").fetchall()[0][0])
-        ev = Evaluation(run_id)
+    ev = Evaluation(verify=(measure, verify_at))
+    with index.reader() as con:
+        settings = Settings.from_dict(catalog.read_settings(con))
+        images = [m for m in SWEEP_IMAGES if m in settings.methods]
+        if supports and not images:
+            raise SettingsMismatch("the support sweep mines concept clusters of bottom-k or min-hash images; this index has neither",
+                                   hint="drop --support-sweep, or create the index with bottomk or minhash in --methods")
+        for m in images:
+            bad = [k for k in supports or () if not 1 <= k <= image_size(settings, m)]
+            if bad:
+                raise InputError(f"support sweep: {bad[0]} is not between 1 and the {m} image size {image_size(settings, m)}")
         gold_p: set[Pair] | None = None
         gold_c: list[set[int]] | None = None
         if gold_pairs:
@@ -308,81 +422,100 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             if gold_p is None:
                 gold_p = clusters_to_pairs(gold_c)
         pairs_by_method: dict[str, list[tuple[int, int, float]]] = {}
-        for a, b, m, s in con.execute("SELECT doc_a, doc_b, method, similarity FROM duplicates").fetchall():
+        for a, b, m, s in con.execute("SELECT doc_a, doc_b, method, similarity FROM duplicates ORDER BY method, doc_a, doc_b").fetchall():
             pairs_by_method.setdefault(m, []).append((a, b, s))
+        found = {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}
         clusters_by_method: dict[str, list[set[int]]] = {}
         for m, members in con.execute(
             "SELECT c.method, list(m.doc_id) FROM clusters c JOIN cluster_members m USING (cluster_id) GROUP BY c.cluster_id, c.method ORDER BY c.cluster_id"
         ).fetchall():
             clusters_by_method.setdefault(m, []).append(set(members))
-        ev.timings = dict(con.execute("SELECT stage, sum(seconds) FROM batch_timings GROUP BY stage ORDER BY stage").fetchall())
-        for k, v in ev.timings.items():
-            ev.rows.append({"method": "ingest", "threshold": None, "measure": f"seconds:{k}", "value": v})
-        _simhash_view(con, ev, bits, w.settings, out)
+        ev.timings = dict(sorted(con.execute("SELECT stage, sum(seconds) FROM batch_timings GROUP BY stage").fetchall(),
+                                 key=lambda r: _stage_order(r[0])))
+        _simhash_view(con, ev, bits, settings)
         if pooled:
-            _pooled(con, ev, {m: {(a, b) for a, b, _ in rows} for m, rows in pairs_by_method.items()}, verify_at,
-                    similarity_function(con, measure))
-        for m, rows in sorted(pairs_by_method.items()):
-            if gold_p is None:
-                break
-            found = {(a, b) for a, b, _ in rows}
-            ev.comparator[m] = comparator(found, gold_p)
-            for k, v in {**ev.comparator[m], **pair_scores(found, gold_p)}.items():
-                ev.rows.append({"method": m, "threshold": None, "measure": k, "value": float(v)})
-            for t in thresholds:
-                cut = {(a, b) for a, b, s in rows if s is not None and s >= t - 1e-12}
-                for k, v in pair_scores(cut, gold_p).items():
-                    ev.rows.append({"method": m, "threshold": t, "measure": k, "value": v})
-                ev.rows.append({"method": m, "threshold": t, "measure": "found_pairs", "value": float(len(cut))})
-            if out:
-                _write_pairs(Path(out) / f"unique_gold_pairs_{m}.csv", sorted(gold_p - found), con)
-                _write_pairs(Path(out) / f"unique_found_pairs_{m}.csv", sorted(found - gold_p), con)
-        for m, groups in sorted(clusters_by_method.items()):
-            if gold_p is None:
-                break
-            found = clusters_to_pairs(groups)
-            ev.comparator[f"clusters:{m}"] = comparator(found, gold_p)
-            for k, v in {**ev.comparator[f"clusters:{m}"], **pair_scores(found, gold_p)}.items():
-                ev.rows.append({"method": f"clusters:{m}", "threshold": None, "measure": k, "value": float(v)})
-            if gold_c is not None:
-                ev.cluster[m] = cluster_scores(groups, gold_c)
-                for k, v in ev.cluster[m].items():
-                    ev.rows.append({"method": f"clusters:{m}", "threshold": None, "measure": k, "value": v})
-        has_bottomk = "bottomk" in w.settings.methods
-        if supports and not has_bottomk:
-            raise SettingsMismatch("the support sweep mines concept clusters of bottom-k sketches; this index has none",
-                                   hint="drop --support-sweep, or create the index with bottomk in --methods")
-        if supports is None:
-            supports = sweep_supports(w.settings.bottomk, thresholds) if has_bottomk else ()
-        bad = [k for k in supports if not 1 <= k <= w.settings.bottomk]
-        if bad:
-            raise InputError(f"support sweep: {bad[0]} is not between 1 and the sketch size {w.settings.bottomk}")
-        if gold_p is not None and supports:
-            ev.sweep = support_sweep(con, tuple(supports), gold_p)
-            for r in ev.sweep:
-                for k, v in r.items():
-                    if k != "support":
-                        ev.rows.append({"method": "concept_sweep", "threshold": float(r["support"]), "measure": k, "value": float(v)})
-        ev.seconds = time.perf_counter() - t0
-        gold_desc = json.dumps({"pairs": gold_pairs, "clusters": gold_clusters})
-        con.executemany(
-            "INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [[run_id, datetime.now(), gold_desc, r["method"], r["threshold"], r["measure"], r["value"]] for r in ev.rows],
-        )
+            _pooled(con, ev, found, verify_at, similarity_function(con, measure))
+        if gold_p is not None:
+            for m in sorted(found):
+                _judge(ev, m, found[m], gold_p)
+                for t in thresholds:
+                    cut = {(a, b) for a, b, s in pairs_by_method[m] if s is not None and s >= t - 1e-12}
+                    ev.by_threshold.append({"method": m, "threshold": t, **comparator(cut, gold_p), **pair_scores(cut, gold_p)})
+            for m, groups in sorted(clusters_by_method.items()):
+                _judge(ev, f"clusters:{m}", clusters_to_pairs(groups), gold_p)
+                if gold_c is not None:
+                    ev.cluster[m] = cluster_scores(groups, gold_c)
+            for image in images:
+                ks = supports if supports is not None else sweep_supports(image_size(settings, image), thresholds)
+                if ks:
+                    ev.sweep += [{"image": image, **r} for r in support_sweep(read_images(con, image), tuple(ks), gold_p)]
+            listed = sorted({p for lists in ev.unique.values() for ps in lists for p in ps})
+            ev.urls = _by_id(con, sorted({d for p in listed for d in p}), "url")
+            if measures and listed:
+                texts = _by_id(con, sorted({d for p in listed for d in p}), "text")
+                idf = _idf(con) if {"weighted-jaccard", "cosine"} & set(measures) else None
+                sims = {m: similarity_function(con, m, idf) for m in measures}
+                ev.pair_similarity = {p: {m: f(texts[p[0]], texts[p[1]]) for m, f in sims.items()} for p in listed}
+    rows = ev.rows()
+    gold_desc = json.dumps({"pairs": gold_pairs, "clusters": gold_clusters,
+                            "pooled": f"{measure} >= {verify_at:g}" if pooled else None})
+    with index.writer() as w:
+        ev.run_id = int(w.con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM evaluations").fetchall()[0][0])
+        now = datetime.now()
+        w.con.executemany("INSERT INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          [[ev.run_id, now, gold_desc, r["method"], r["threshold"], r["measure"], r["value"]] for r in rows])
+    ev.seconds = time.perf_counter() - t0
     if out:
         from . import report
 
-        _write_rows(Path(out) / "evaluation.csv", ev.rows)
-        report.write_html(ev, Path(out), report.figures(ev, Path(out)))
+        report.write(ev, Path(out), measures)
     return ev
 
 
-def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings, out: str | None) -> None:
-    """Report 002's histograms of group sizes per bit budget, and its ten largest groups."""
-    from collections import Counter
+#: the stages of a batch in the order they run (000 times shingling, images, then clustering)
+STAGES = ("prepare: html", "prepare: normal form", "prepare: words", "prepare: shingles", "prepare: fingerprint", "prepare: terms",
+          "read+prepare", "store", "lexical", "candidate keys", "candidates", "verify", "store pairs", "clusters", "postings")
 
+
+def _stage_order(stage: str) -> tuple[int, str]:
+    key = "prepare: fingerprint" if stage.startswith("prepare: fingerprint ") else stage  # one per method
+    return (STAGES.index(key) if key in STAGES else len(STAGES)), stage
+
+
+def _judge(ev: Evaluation, method: str, found: set[Pair], gold: set[Pair]) -> None:
+    """The Comparator and pair scores of all of a method's pairs, and its unique lists."""
+    ev.comparator[method] = {**comparator(found, gold), **pair_scores(found, gold)}
+    ev.unique[method] = (sorted(gold - found), sorted(found - gold))
+
+
+def _by_id(con, ids: list[int], column: str) -> dict[int, str]:
+    """doc id -> one column of ``documents`` (``text`` or ``url``) for the given ids."""
+    if not ids:
+        return {}
+    con.register("want_ids", pa.table({"doc_id": pa.array(ids, pa.int64())}))
+    try:
+        return dict(con.execute(f"SELECT d.doc_id, d.{column} FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
+    finally:
+        con.unregister("want_ids")
+
+
+def simhash_view(ids: np.ndarray, lengths: np.ndarray, hashes: np.ndarray, urls: dict[int, str], bits: int,
+                 seed: int) -> tuple[dict[int, int], list[tuple[int, str]], list[int]]:
+    """Report 002's view of one bit budget: ``{group size: groups}`` (singletons included), the
+    ten largest groups as ``(size, main page url)`` (ties: the earlier main page by doc id), and
+    the 65 counts of the distances checked."""
     from . import clusterings
 
+    distances = np.zeros(65, dtype=np.int64)
+    groups = clusterings.greedy002_groups(ids, lengths, hashes, bits, seed, distances=distances)
+    hist = dict(sorted(Counter(len(g) for _, g in groups).items()))
+    top = [(len(g), urls[main]) for main, g in sorted(groups, key=lambda x: (-len(x[1]), x[0]))[:10]]
+    return hist, top, distances.tolist()
+
+
+def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings) -> None:
+    """Report 002's histograms of group sizes per bit budget, its ten largest groups, and the
+    distances it checked."""
     fp = "simhash_hp" if "simhash_hp" in settings.methods else "simhash" if "simhash" in settings.methods else None
     if fp is None or not bits:
         return
@@ -392,60 +525,15 @@ def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings, out: str
     ids, lens, hs = (t.column(c).to_numpy() for c in ("doc_id", "n_words", "simhash"))
     url = dict(zip(ids.tolist(), t.column("url").to_pylist()))
     for b in bits:
-        groups = clusterings.greedy002_groups(ids, lens, hs, b, settings.seed)
-        hist = dict(sorted(Counter(len(g) for _, g in groups).items()))
-        top = [(len(g), url[main]) for main, g in sorted(groups, key=lambda x: (-len(x[1]), x[0]))[:10]]
+        hist, top, dist = simhash_view(ids, lens, hs, url, b, settings.seed)
         ev.simhash_groups[b] = (hist, top)
-        for size, n in hist.items():
-            ev.rows.append({"method": f"greedy002_{b}", "threshold": None, "measure": f"groups_of_size:{size}", "value": float(n)})
-        if out:
-            path = Path(out) / f"simhash_groups_{b}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(["size", "main_page"])
-                w.writerows(top)
+        ev.simhash_distances[b] = dist
 
 
 def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, sim=text_similarity) -> None:
     pool = set().union(*found.values()) if found else set()
-    ids = sorted({d for p in pool for d in p})
-    texts: dict[int, str] = {}
-    if ids:
-        import pyarrow as pa
-
-        con.register("want_ids", pa.table({"doc_id": pa.array(ids, pa.int64())}))
-        try:
-            texts = dict(con.execute("SELECT d.doc_id, d.text FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
-        finally:
-            con.unregister("want_ids")
+    texts = _by_id(con, sorted({d for p in pool for d in p}), "text")
     verified = {p for p in sorted(pool) if sim(texts[p[0]], texts[p[1]], verify_at) >= verify_at - 1e-12}
     ev.pool = (len(pool), len(verified))
     ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], kv[0])))
     ev.dice = dice_matrix(found)
-    for m, sc in ev.pooled.items():
-        for k, v in sc.items():
-            ev.rows.append({"method": m, "threshold": verify_at, "measure": f"pooled_{k}", "value": v})
-    for (a, b), v in ev.dice.items():
-        ev.rows.append({"method": a, "threshold": None, "measure": f"dice:{b}", "value": v})
-
-
-def _write_pairs(path: Path, pairs: list[Pair], con) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    urls = dict(con.execute("SELECT doc_id, url FROM documents").fetchall())
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["doc_a", "url_a", "doc_b", "url_b"])
-        for a, b in pairs:
-            w.writerow([a, urls.get(a, ""), b, urls.get(b, "")])
-
-
-def _write_rows(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=["method", "threshold", "measure", "value"])
-        w.writeheader()
-        w.writerows(rows)
-    table = pa.table({"method": [r["method"] for r in rows], "threshold": pa.array([r["threshold"] for r in rows], pa.float64()),
-                      "measure": [r["measure"] for r in rows], "value": pa.array([r["value"] for r in rows], pa.float64())})
-    pq.write_table(table, path.with_suffix(".parquet"))

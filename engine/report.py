@@ -1,19 +1,136 @@
-"""Pictures (matplotlib) and one self-contained ``report.html`` for ``neardup evaluate --out``.
+"""The tables, files, pictures and ``report.html`` of ``neardup evaluate``.
 
-* ``prf_<method>.png``: precision, recall and F1 against the similarity
-  threshold (needs reference pairs); ``prf_concept_sweep.png`` against the
-  concept clusters' support;
-* ``groups_<bits>.png``: report 002's group-size histogram per bit budget;
-* ``dice.png``: the Dice matrix between methods as a heatmap (``--pooled``);
-* ``report.html``: every table of the run and the pictures, embedded (no
-  other file needed to open it).
+``tables`` turns an evaluation into named tables; the terminal, the report page
+and the files all show those same tables. ``write`` puts in a folder:
+
+* ``<table>.csv`` and ``<table>.parquet`` for every table, and
+  ``evaluation.csv`` / ``.parquet`` with every number as one row (the rows of
+  the ``evaluations`` table);
+* ``unique_gold_pairs_<method>.csv`` and ``unique_found_pairs_<method>.csv``,
+  000's two lists, with 004's similarities of each pair when asked for;
+* pictures (matplotlib): ``prf_<method>.png``, precision, recall and F1
+  against the similarity threshold; ``prf_sweep_<image>.png`` against the
+  concept clusters' support, and ``sweep_seconds.png``, the miner's time per
+  support; ``groups_<bits>.png`` and ``distances_<bits>.png``, report 002's
+  histograms; ``dice.png``, the Dice matrix as a heatmap;
+* ``report.html``: every table and picture, embedded (no other file needed).
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import html
+from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+COMPARATOR = ["gold_pairs", "found_pairs", "unique_gold_pairs", "unique_found_pairs", "common_pairs"]
+SCORES = ["precision", "recall", "f1"]
+
+
+@dataclass
+class Table:
+    name: str  # file stem
+    title: str
+    columns: list[str]
+    rows: list[list]
+    terminal: bool = True  # also printed by the command (long tables go to the files and the page only)
+
+
+def tables(ev) -> list[Table]:
+    """Every table of an evaluation, in the order they are shown."""
+    out = []
+    if ev.comparator:
+        out.append(Table("comparator", "Comparator (000) and pair scores: all pairs of each method and clustering",
+                         ["method", *COMPARATOR, *SCORES], [[m, *(c[k] for k in COMPARATOR + SCORES)] for m, c in ev.comparator.items()]))
+    if ev.by_threshold:
+        out.append(Table("thresholds", "Pairs at or above each similarity threshold (001's layout: a row per threshold)",
+                         ["method", "threshold", *COMPARATOR, *SCORES],
+                         [[r["method"], r["threshold"], *(r[k] for k in COMPARATOR + SCORES)] for r in ev.by_threshold]))
+    if ev.sweep:
+        out.append(Table("sweep", "Concept clusters mined afresh at each support k, with the miner's time (001 tables 2-4 and 6)",
+                         ["image", "support", "seconds", "clusters", *COMPARATOR, *SCORES],
+                         [[r["image"], r["support"], r["seconds"], r["clusters"], *(r[k] for k in COMPARATOR + SCORES)] for r in ev.sweep]))
+    if ev.cluster:
+        out.append(Table("clusters", "Cluster measures (004)", ["clustering", "Pr", "Re", "F1", "CPr"],
+                         [[m, c["Pr"], c["Re"], c["F1"], c["CPr"]] for m, c in ev.cluster.items()]))
+    if ev.pooled:
+        measure, at = ev.verify
+        out.append(Table("pooled", f"Pooled evaluation (003 tables 2-3): {ev.pool[0]} pairs found by some method, "
+                                   f"{ev.pool[1]} verified ({measure} similarity >= {at:g}); by F1",
+                         ["method", "pairs", "recall", "precision", "f1"],
+                         [[m, int(c["pairs"]), c["recall"], c["precision"], c["f1"]] for m, c in ev.pooled.items()]))
+        names = sorted(ev.pooled)
+        if len(names) > 1:
+            out.append(Table("dice", "Dice coefficient between methods' pairs (003 table 4)", ["method", *names],
+                             [[a, *(None if a == b else ev.dice.get((a, b), ev.dice.get((b, a))) for b in names)] for a in names]))
+    if ev.simhash_groups:
+        budgets = sorted(ev.simhash_groups)
+        sizes = sorted({s for hist, _ in ev.simhash_groups.values() for s in hist})
+        out.append(Table("simhash_group_sizes", "Simhash groups by size, per bit budget n (002's greedy grouping)",
+                         ["group_size", *(f"groups_{b}_bits" for b in budgets)],
+                         [[s, *(ev.simhash_groups[b][0].get(s, 0) for b in budgets)] for s in sizes]))
+        out.append(Table("simhash_top", "The ten largest simhash groups and their main pages (002)", ["bits", "rank", "size", "main_page"],
+                         [[b, i, size, url] for b in budgets for i, (size, url) in enumerate(ev.simhash_groups[b][1], start=1)]))
+        out.append(Table("simhash_distances", "Differing bits between the documents the grouping compared (002)",
+                         ["differing_bits", *(f"compared_{b}_bits" for b in budgets)],
+                         [[d, *(ev.simhash_distances[b][d] for b in budgets)] for d in range(65)
+                          if any(ev.simhash_distances[b][d] for b in budgets)], terminal=False))
+    if ev.timings:
+        out.append(Table("timings", "Ingest time per stage, all batches (seconds; 'prepare:' stages run in parallel threads)",
+                         ["stage", "seconds"], [[k, v] for k, v in ev.timings.items()]))
+    return out
+
+
+def fmt(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def write(ev, out: Path, measures: tuple[str, ...] = ()) -> list[Path]:
+    """Every file of an evaluation in ``out``; returns their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    ts = tables(ev)
+    for t in ts:
+        made += _write_table(out / t.name, t.columns, t.rows)
+    rows = ev.rows()
+    made += _write_table(out / "evaluation", ["method", "threshold", "measure", "value"],
+                         [[r["method"], r["threshold"], r["measure"], r["value"]] for r in rows])
+    for m, (gold_only, found_only) in ev.unique.items():
+        for kind, pairs in (("gold", gold_only), ("found", found_only)):
+            path = out / f"unique_{kind}_pairs_{_stem(m)}.csv"
+            with open(path, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(["doc_a", "url_a", "doc_b", "url_b", *(x.replace("-", "_") for x in measures)])
+                for a, b in pairs:
+                    sims = ev.pair_similarity.get((a, b), {})
+                    w.writerow([a, ev.urls.get(a, ""), b, ev.urls.get(b, ""), *(f"{sims[x]:.4f}" for x in measures if x in sims)])
+            made.append(path)
+    pictures = figures(ev, out)
+    made += pictures
+    made.append(write_html(ev, out, ts, pictures))
+    return made
+
+
+def _stem(method: str) -> str:
+    return method.replace(":", "-")
+
+
+def _write_table(stem: Path, columns: list[str], rows: list[list]) -> list[Path]:
+    with open(stem.with_suffix(".csv"), "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        w.writerows([["" if x is None else x for x in r] for r in rows])
+    cols = list(zip(*rows)) if rows else [()] * len(columns)
+    arrays = [pa.array([None if x is None else float(x) for x in c], pa.float64())
+              if any(isinstance(x, float) for x in c) else pa.array(list(c)) for c in cols]
+    pq.write_table(pa.table(dict(zip(columns, arrays))), stem.with_suffix(".parquet"))
+    return [stem.with_suffix(".csv"), stem.with_suffix(".parquet")]
 
 
 def _plt():
@@ -25,29 +142,46 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _prf(plt, title: str, xlabel: str, points: list[dict], x: str, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    pts = sorted(points, key=lambda r: r[x])
+    for measure in SCORES:
+        ax.plot([r[x] for r in pts], [r[measure] for r in pts], marker="o", label=measure)
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend()
+    return _save(plt, fig, path)
+
+
 def figures(ev, out: Path) -> list[Path]:
     """Write the pictures of an evaluation; returns their paths."""
     plt = _plt()
-    out.mkdir(parents=True, exist_ok=True)
     made = []
-    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for r in ev.rows:
-        if r["threshold"] is not None and r["measure"] in ("precision", "recall", "f1"):
-            curves.setdefault(r["method"], {}).setdefault(r["measure"], []).append((r["threshold"], r["value"]))
-    for m, series in sorted(curves.items()):
+    for m in dict.fromkeys(r["method"] for r in ev.by_threshold):
+        made.append(_prf(plt, f"{m}: precision, recall, F1", "similarity threshold",
+                         [r for r in ev.by_threshold if r["method"] == m], "threshold", out / f"prf_{_stem(m)}.png"))
+    images = list(dict.fromkeys(r["image"] for r in ev.sweep))
+    for image in images:
+        made.append(_prf(plt, f"concept clusters ({image}): precision, recall, F1", "common image elements (support)",
+                         [r for r in ev.sweep if r["image"] == image], "support", out / f"prf_sweep_{image}.png"))
+    if images:
         fig, ax = plt.subplots(figsize=(5, 3.2))
-        for measure, pts in sorted(series.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=measure)
-        ax.set_xlabel("common sketch elements (support)" if m == "concept_sweep" else "similarity threshold")
-        ax.set_ylim(0, 1.05)
-        ax.set_title(f"{m}: precision, recall, F1")
+        for image in images:
+            pts = sorted((r["support"], r["seconds"]) for r in ev.sweep if r["image"] == image)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=image)
+        ax.set_xlabel("common image elements (support)")
+        ax.set_ylabel("seconds")
+        ax.set_title("concept miner time by support")
         ax.legend()
-        fig.tight_layout()
-        path = out / f"prf_{m}.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(plt, fig, out / "sweep_seconds.png"))
     for b, (hist, _) in sorted(ev.simhash_groups.items()):
         fig, ax = plt.subplots(figsize=(5, 3.2))
         ax.bar([str(s) for s in hist], list(hist.values()))
@@ -55,13 +189,17 @@ def figures(ev, out: Path) -> list[Path]:
         ax.set_xlabel("group size")
         ax.set_ylabel("groups")
         ax.set_title(f"simhash groups within {b} bits")
-        fig.tight_layout()
-        path = out / f"groups_{b}.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
-    if ev.dice:
-        names = sorted({n for pair in ev.dice for n in pair})
+        made.append(_save(plt, fig, out / f"groups_{b}.png"))
+    for b, counts in sorted(ev.simhash_distances.items()):
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        ax.bar(range(65), counts, color=["tab:green" if d <= b else "tab:gray" for d in range(65)])
+        ax.set_yscale("log")
+        ax.set_xlabel("differing bits (green: joined the group)")
+        ax.set_ylabel("comparisons")
+        ax.set_title(f"distances checked, {b}-bit grouping")
+        made.append(_save(plt, fig, out / f"distances_{b}.png"))
+    if len(ev.pooled) > 1:
+        names = sorted(ev.pooled)
         mat = [[1.0 if a == b else ev.dice.get((a, b), ev.dice.get((b, a), 0.0)) for b in names] for a in names]
         fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(names), 1.0 + 0.6 * len(names)))
         im = ax.imshow(mat, vmin=0, vmax=1, cmap="viridis")
@@ -72,67 +210,34 @@ def figures(ev, out: Path) -> list[Path]:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="white" if v < 0.6 else "black", fontsize=8)
         fig.colorbar(im, ax=ax)
         ax.set_title("Dice between methods' pairs")
-        fig.tight_layout()
-        path = out / "dice.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
+        made.append(_save(plt, fig, out / "dice.png"))
     return made
 
 
-SWEEP_HEAD = ["support", "seconds", "clusters", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1"]
+def _html_table(t: Table) -> str:
+    h = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in t.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(x))}</td>" for x in r) + "</tr>" for r in t.rows)
+    return f"<h2>{html.escape(t.title)}</h2><table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def sweep_rows(ev) -> list[list]:
-    """The support sweep as table rows (``SWEEP_HEAD``)."""
-    return [[r["support"], round(r["seconds"], 3), r["clusters"], r["gold_pairs"], r["found_pairs"], r["unique_gold_pairs"],
-             r["unique_found_pairs"], r["common_pairs"], r["precision"], r["recall"], r["f1"]] for r in ev.sweep]
-
-
-def _table(head: list[str], rows: list[list]) -> str:
-    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(x))}</td>" for x in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _fmt(x) -> str:
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
-
-
-def write_html(ev, out: Path, pictures: list[Path]) -> Path:
+def write_html(ev, out: Path, ts: list[Table], pictures: list[Path]) -> Path:
     """One self-contained page with every table and the pictures embedded."""
     parts = [f"<h1>neardup evaluation, run {ev.run_id}</h1>"]
-    if ev.comparator:
-        scores = {(r["method"], r["measure"]): r["value"] for r in ev.rows if r["threshold"] is None}
-        parts.append("<h2>Comparator (000) and pair scores</h2>")
-        parts.append(_table(
-            ["method", "gold pairs", "found", "unique gold", "unique found", "common", "precision", "recall", "F1"],
-            [[m, c["gold_pairs"], c["found_pairs"], c["unique_gold_pairs"], c["unique_found_pairs"], c["common_pairs"],
-              scores[(m, "precision")], scores[(m, "recall")], scores[(m, "f1")]] for m, c in ev.comparator.items()]))
-    if ev.sweep:
-        parts.append("<h2>Concept clusters by support (001, tables 2-4)</h2>")
-        parts.append(_table(SWEEP_HEAD, sweep_rows(ev)))
-    if ev.cluster:
-        parts.append("<h2>Cluster measures (004)</h2>")
-        parts.append(_table(["clustering", "Pr", "Re", "F1", "CPr"], [[m, c["Pr"], c["Re"], c["F1"], c["CPr"]] for m, c in ev.cluster.items()]))
-    if ev.pooled:
-        parts.append(f"<h2>Pooled evaluation (003)</h2><p>{ev.pool[0]} pairs found by some method, {ev.pool[1]} verified.</p>")
-        parts.append(_table(["method", "pairs", "recall", "precision", "F1"],
-                            [[m, int(c["pairs"]), c["recall"], c["precision"], c["f1"]] for m, c in ev.pooled.items()]))
-    for b, (hist, top) in sorted(ev.simhash_groups.items()):
-        parts.append(f"<h2>Simhash groups within {b} bits (002)</h2>")
-        parts.append(_table(["group size", "groups"], [[s, n] for s, n in hist.items()]))
-        parts.append(_table(["size", "main page"], [[s, u] for s, u in top]))
-    if ev.timings:
-        parts.append("<h2>Ingest time per stage, all batches (s)</h2>")
-        parts.append(_table(["stage", "seconds"], [[k, v] for k, v in ev.timings.items()]))
+    for what, n in ev.unknown.items():
+        if n:
+            parts.append(f"<p>{n} {html.escape(what)} name documents not in the index (left out).</p>")
+    parts += [_html_table(t) for t in ts]
+    if ev.unique:
+        parts.append("<p>000's unique-pair lists: <code>unique_gold_pairs_&lt;method&gt;.csv</code> and "
+                     "<code>unique_found_pairs_&lt;method&gt;.csv</code> beside this page.</p>")
     for p in pictures:
         data = base64.b64encode(p.read_bytes()).decode("ascii")
         parts.append(f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{data}"><figcaption>{html.escape(p.stem)}</figcaption></figure>')
-    style = ("body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}"
+    style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}th{background:#eee}"
-             "td:first-child,th:first-child{text-align:left}figure{display:inline-block;margin:1em}")
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>neardup evaluation {ev.run_id}</title><style>{style}</style></head><body>{''.join(parts)}</body></html>"
+             "td:first-child,th:first-child{text-align:left}figure{display:inline-block;margin:1em}h2{font-size:1.1em}")
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>neardup evaluation {ev.run_id}</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -55,7 +55,13 @@ def test_sql_examples_in_the_docs_run(tmp_path):
     doc = (ROOT / "docs" / "sql.md").read_text()
     examples = doc.split("## Examples", 1)[1]
     statements = [s.strip() for s in re.sub(r"^\s*--.*$", "", examples, flags=re.MULTILINE).split(";") if s.strip()]
-    assert len(statements) == 13
+    assert len(statements) == 14
+    from neardup.evaluate import evaluate
+
+    gold = tmp_path / "gold.csv"
+    gold.write_text("https://docs.example.org/nodejs/api/tty.html,https://mirror.example.net/nodejs/api/tty.html\n")
+    for _ in range(2):  # two runs to compare
+        evaluate(Index(tmp_path / "i"), str(gold), supports=(), bits=())
     with Index(tmp_path / "i").reader() as con:
         results = [con.execute(s).fetchall() for s in statements]
     assert len(results[0]) == 5
@@ -66,6 +72,8 @@ def test_sql_examples_in_the_docs_run(tmp_path):
     assert results[10], "a page of the chain fixture shares concept clusters"
     assert dict(results[11]).get("concept", 0) == 0 and dict(results[11])["components"] > 0, results[11]
     assert {(m, c) for m, c, _ in results[12]} >= {("concept", "created"), ("components", "created")}
+    assert [r[0] for r in results[13]] == ["clusters:components", "clusters:concept", "jaccard", "simhash"]
+    assert all(len(r) == 3 and r[1] == r[2] for r in results[13]), results[13]  # a column per run; same index, same F1
 
 
 def test_every_engine_package_is_listed_in_pyproject():

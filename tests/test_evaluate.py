@@ -35,6 +35,54 @@ def test_cluster_scores_of_004():
     assert s["CPr"] == pytest.approx((1 + 1 / 6) / 2)
 
 
+def test_cluster_scores_count_unclustered_members_as_singletons():
+    # 004's clusterings are partitions: 3 and 4 are in no found cluster, so each is a cluster of its own
+    gold = [{1, 2, 3}, {4, 5}, {6}]
+    found = [{1, 2}, {5, 7, 8}]
+    # g1 -> {1,2}: 2 common, Pr 2/2, Re 2/3; g2: {5,7,8} shares 1 (Pr 1/3) and the singleton {4} shares 1
+    # (Pr 1/1): ties go to the smaller cluster -> Pr 1, Re 1/2; g3 = {6}: the singleton {6}: Pr 1, Re 1
+    s = cluster_scores(found, gold)
+    assert s["Pr"] == pytest.approx(3 / 6 * 1 + 2 / 6 * 1 + 1 / 6 * 1)
+    assert s["Re"] == pytest.approx(3 / 6 * (2 / 3) + 2 / 6 * (1 / 2) + 1 / 6 * 1)
+    # CPr over found clusters of two or more: {1,2}: 1 of 1 pair; {5,7,8}: 0 of 3 (7, 8 are in no reference cluster)
+    assert s["CPr"] == pytest.approx((1 + 0) / 2)
+    # nothing found: every reference member is a singleton
+    s = cluster_scores([], [{1, 2}])
+    assert (s["Pr"], s["Re"], s["CPr"]) == (1.0, 0.5, 0.0)
+
+
+def test_cpr_with_overlapping_reference_clusters():
+    # a url listed under two labels: a pair counts once when some reference cluster holds both
+    gold = [{1, 2, 3}, {3, 4}]
+    found = [{1, 2, 3, 4}]
+    # pairs of {1,2,3,4}: (1,2) (1,3) (2,3) in g1, (3,4) in g2; (1,4) and (2,4) in none: 4 of 6
+    assert cluster_scores(found, gold)["CPr"] == pytest.approx(4 / 6)
+
+
+def test_report_002_view_by_hand():
+    import numpy as np
+
+    from neardup.evaluate import simhash_view
+
+    # every length is below 300, so each round picks the longest remaining document (ties: largest id):
+    # 002's code looks for a length drawn from [300, 900) and takes the last one when none is that long
+    ids = np.array([1, 2, 3, 4, 5, 6])
+    lengths = np.array([100, 100, 100, 100, 100, 200])
+    hashes = np.array([0x0, 0x1, 0x7, 0xFE, 0xFF, 0xFF], dtype=np.uint64)
+    urls = {i: f"u{i}" for i in range(1, 7)}
+    hist, top, dist = simhash_view(ids, lengths, hashes, urls, 2, seed=0)
+    # round 1: 6 (200 words); its window [160, 242) holds no other document -> {6}, no comparison
+    # round 2: 5 (0xFF) against 1..4 at 8, 7, 5, 1 bits -> {4, 5}
+    # round 3: 3 (0x7) against 1, 2 at 3, 2 bits -> {2, 3}
+    # round 4: 1 alone -> {1}
+    assert hist == {1: 2, 2: 2}
+    assert top == [(2, "u3"), (2, "u5"), (1, "u1"), (1, "u6")]  # by size, then main page id
+    assert {d: n for d, n in enumerate(dist) if n} == {8: 1, 7: 1, 5: 1, 1: 1, 3: 1, 2: 1}
+    # with 3 bits, round 2 takes nothing more, round 3 takes both 1 and 2
+    hist, top, _ = simhash_view(ids, lengths, hashes, urls, 3, seed=0)
+    assert hist == {1: 1, 2: 1, 3: 1} and top[0] == (3, "u3")
+
+
 def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
     from neardup.cli.app import app
     from typer.testing import CliRunner
@@ -53,7 +101,8 @@ def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
     gold.write_text("url_a,url_b\na,b\na,c\n")  # one found pair, one not; the c-d pair is not in the reference
     labels = tmp_path / "labels.csv"
     labels.write_text("a,x\nb,x\nc,y\n")
-    r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i"), "--gold", str(gold), "--gold-clusters", str(labels), "--out", str(tmp_path / "out")])
+    r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i"), "--gold", str(gold), "--gold-clusters", str(labels),
+                                 "--out", str(tmp_path / "out"), "--measures", "edit,cosine"])
     assert r.exit_code == 0, r.output
     with idx.reader() as con:
         got = {(m, t, k): v for m, t, k, v in con.execute("SELECT method, threshold, measure, value FROM evaluations WHERE run_id = 1").fetchall()}
@@ -61,19 +110,41 @@ def test_evaluate_end_to_end_on_a_tiny_index(tmp_path):
     assert got[("jaccard", None, "found_pairs")] == 2  # a-b and c-d
     assert got[("jaccard", None, "common_pairs")] == 1
     assert got[("jaccard", None, "precision")] == pytest.approx(0.5) and got[("jaccard", None, "recall")] == pytest.approx(0.5)
-    assert got[("jaccard", 1.0, "found_pairs")] == 2
+    # the Comparator per threshold: both pairs are exact copies (similarity 1), so every threshold keeps both
+    for t in (0.8, 0.9, 1.0):
+        assert [got[("jaccard", t, k)] for k in ("gold_pairs", "found_pairs", "unique_gold_pairs", "unique_found_pairs", "common_pairs")] == [2, 2, 1, 1, 1]
     # clusters: concept {a,b}, {c,d}; gold {a,b}, {c}: Pr = 2/3*1 + 1/3*(1/2), Re = 1, CPr = (1 + 0)/2
     assert got[("clusters:concept", None, "Pr")] == pytest.approx(2 / 3 + 1 / 6)
     assert got[("clusters:concept", None, "Re")] == pytest.approx(1.0)
     assert got[("clusters:concept", None, "CPr")] == pytest.approx(0.5)
+    from neardup.evaluate import text_similarity
+
+    texts = {r["url"]: r["text"] for r in recs}
     with open(tmp_path / "out" / "unique_gold_pairs_jaccard.csv") as fh:
-        assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["a-c"]
-    with open(tmp_path / "out" / "unique_found_pairs_jaccard.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [row["url_a"] + "-" + row["url_b"] for row in rows] == ["a-c"]
+    # 004's measures of the listed pair: a and c share no word
+    assert float(rows[0]["edit"]) == pytest.approx(text_similarity(texts["a"], texts["c"]), abs=1e-4)
+    assert float(rows[0]["cosine"]) == 0.0
+    with open(tmp_path / "out" / "unique_found_pairs_clusters-concept.csv") as fh:  # a clustering's pairs get the lists too
         assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["c-d"]
-    for name in ("prf_jaccard.png", "prf_simhash.png", "report.html"):
-        assert (tmp_path / "out" / name).stat().st_size > 1000, name
+    # every table as CSV and Parquet, with the numbers stored in evaluations
+    with open(tmp_path / "out" / "comparator.csv") as fh:
+        comp = {r["method"]: r for r in csv.DictReader(fh)}
+    assert float(comp["jaccard"]["precision"]) == got[("jaccard", None, "precision")]
+    assert int(comp["clusters:concept"]["common_pairs"]) == got[("clusters:concept", None, "common_pairs")]
+    with open(tmp_path / "out" / "clusters.csv") as fh:
+        assert {r["clustering"]: float(r["CPr"]) for r in csv.DictReader(fh)}["concept"] == got[("clusters:concept", None, "CPr")]
     import pyarrow.parquet as pq
 
+    for name in ("comparator", "thresholds", "sweep", "clusters", "simhash_group_sizes", "simhash_top", "simhash_distances", "timings"):
+        with open(tmp_path / "out" / f"{name}.csv") as fh:
+            assert len(list(csv.DictReader(fh))) == pq.read_table(tmp_path / "out" / f"{name}.parquet").num_rows > 0, name
+    with open(tmp_path / "out" / "unique_found_pairs_jaccard.csv") as fh:
+        assert [row["url_a"] + "-" + row["url_b"] for row in csv.DictReader(fh)] == ["c-d"]
+    for name in ("prf_jaccard.png", "prf_simhash.png", "prf_sweep_bottomk.png", "prf_sweep_minhash.png", "sweep_seconds.png",
+                 "groups_5.png", "distances_15.png", "report.html"):
+        assert (tmp_path / "out" / name).stat().st_size > 1000, name
     table = pq.read_table(tmp_path / "out" / "evaluation.parquet").to_pylist()
     with open(tmp_path / "out" / "evaluation.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -159,10 +230,17 @@ def test_report_002_view_counts_every_document_once(tmp_path):
         assert [s for s, _ in top] == sorted((s for s, _ in top), reverse=True) and len(top) == 10
     # a looser bit budget never makes more groups
     assert sum(ev.simhash_groups[15][0].values()) <= sum(ev.simhash_groups[5][0].values())
-    assert (tmp_path / "out" / "simhash_groups_5.csv").exists()
+    with open(tmp_path / "out" / "simhash_group_sizes.csv") as fh:
+        sizes = {int(r["group_size"]): (int(r["groups_5_bits"]), int(r["groups_15_bits"])) for r in csv.DictReader(fh)}
+    assert sizes == {s: (ev.simhash_groups[5][0].get(s, 0), ev.simhash_groups[15][0].get(s, 0)) for s in sizes}
+    # every document but the first pick of a round is compared with that round's pick at most once
+    for b in (5, 15):
+        assert sum(ev.simhash_distances[b]) <= n_docs * (n_docs - 1) // 2
+        assert sum(ev.simhash_distances[b][: b + 1]) == n_docs - sum(ev.simhash_groups[b][0].values())  # joined = docs - groups
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 3  # groups_5, groups_15 and the Dice heatmap, embedded
-    assert "Pooled evaluation (003)" in page and "Simhash groups within 15 bits" in page
+    # groups and distances per bit budget, and the Dice heatmap, embedded
+    assert page.count("data:image/png;base64,") == 5
+    assert "Pooled evaluation (003" in page and "Simhash groups by size" in page
 
 
 def test_similarity_measures_of_004_by_hand():
@@ -192,47 +270,57 @@ def test_pooled_evaluation_with_another_measure(tmp_path, measure):
 
 
 def test_the_support_sweep_mines_each_threshold_afresh(tmp_path):
-    """001 tables 2-4: per support k, the concept clusters of the whole index, checked against
-    the exhaustive miner; the row at the index's own support equals the kept concept clusters."""
+    """001 tables 2-4 (bottom-k image) and 6 (min-hash image): per support k, the concept clusters
+    of the whole index, checked against the exhaustive miner; the bottom-k row at the index's own
+    support equals the kept concept clusters."""
     from neardup.concepts import brute_force
-    from neardup.evaluate import clusters_to_pairs, evaluate, sweep_supports
+    from neardup.evaluate import clusters_to_pairs, evaluate, read_images, sweep_supports
     from neardup.settings import Settings
 
     words = [f"w{i}" for i in range(600)]
     base = words[:150]
     recs = [{"url": "o", "text": " ".join(base)}]
-    for n in (1, 3, 6, 12, 25):  # copies with n words replaced: fewer shared sketch values as n grows
+    for n in (1, 3, 6, 12, 25):  # copies with n words replaced: fewer shared image values as n grows
         recs.append({"url": f"e{n}", "text": " ".join(base[: 150 - n] + words[300 + 10 * n : 300 + 11 * n])})
     recs.append({"url": "z", "text": " ".join(words[450:600])})
     idx = Index(tmp_path / "i")
-    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)), create_with=Settings(bottomk=32))
+    ingest(idx, str(write_jsonl(tmp_path / "r.jsonl", recs)), create_with=Settings(bottomk=32, minhash_perms=32))
     gold = tmp_path / "gold.csv"
     gold.write_text("o,e1\no,e3\no,e6\ne1,e3\n")
     supports = (32, 30, 28, 26, 24, 20)
     ev = evaluate(idx, str(gold), supports=supports)
     with idx.reader() as con:
-        sk = {d: list(v) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
+        images = {m: {d: v.tolist() for d, v in read_images(con, m).items()} for m in ("bottomk", "minhash")}
         ids = dict(con.execute("SELECT url, doc_id FROM documents").fetchall())
+        signatures = dict(con.execute("SELECT doc_id, signature FROM fp_minhash").fetchall())
+    # the min-hash image is the set of values its permutations selected
+    assert all(images["minhash"][d] == sorted(set(signatures[d])) for d in signatures)
+    assert any(len(images["minhash"][d]) < 32 for d in signatures)  # two permutations selected one shingle
     want = {(min(ids[a], ids[b]), max(ids[a], ids[b])) for a, b in (("o", "e1"), ("o", "e3"), ("o", "e6"), ("e1", "e3"))}
-    assert [r["support"] for r in ev.sweep] == list(supports)
-    recalls = []
-    for r in ev.sweep:
-        found = clusters_to_pairs([set(m) for m, _ in brute_force(sk, r["support"])])
-        common = len(found & want)
-        assert (r["found_pairs"], r["common_pairs"], r["clusters"]) == (len(found), common, len(brute_force(sk, r["support"])))
-        assert r["precision"] == pytest.approx(common / len(found) if found else 1.0)
-        assert r["recall"] == pytest.approx(common / len(want))
-        recalls.append(r["recall"])
-    assert recalls == sorted(recalls) and recalls[0] < recalls[-1]  # a lower support joins more
-    # the default sweep: ceil(t * 32) for t = 0.8 ... 1; its row at the index's support is the kept clustering
+    assert [(r["image"], r["support"]) for r in ev.sweep] == [(m, k) for m in ("bottomk", "minhash") for k in supports]
+    for image in ("bottomk", "minhash"):
+        recalls = []
+        for r in (r for r in ev.sweep if r["image"] == image):
+            truth = brute_force(images[image], r["support"])
+            found = clusters_to_pairs(m for m, _ in truth)
+            common = len(found & want)
+            assert (r["found_pairs"], r["common_pairs"], r["clusters"]) == (len(found), common, len(truth))
+            assert r["precision"] == pytest.approx(common / len(found) if found else 1.0)
+            assert r["recall"] == pytest.approx(common / len(want))
+            recalls.append(r["recall"])
+        assert recalls == sorted(recalls) and recalls[0] < recalls[-1], image  # a lower support joins more
+    # the default sweep: ceil(t * 32) for t = 0.8 ... 1; its bottom-k row at the index's support is the kept clustering
     ev = evaluate(idx, str(gold))
-    assert [r["support"] for r in ev.sweep] == list(sweep_supports(32)) == [32, 31, 29, 28, 26]
-    at = next(r for r in ev.sweep if r["support"] == Settings(bottomk=32).support)
+    assert [r["support"] for r in ev.sweep if r["image"] == "bottomk"] == list(sweep_supports(32)) == [32, 31, 29, 28, 26]
+    at = next(r for r in ev.sweep if r["image"] == "bottomk" and r["support"] == Settings(bottomk=32).support)
     assert {k: at[k] for k in ev.comparator["clusters:concept"]} == ev.comparator["clusters:concept"]
     assert evaluate(idx, str(gold), supports=()).sweep == []
+    with idx.reader() as con:  # stored with the image in the method name and the support as the threshold
+        rows = con.execute("SELECT method, threshold, value FROM evaluations WHERE run_id = 2 AND measure = 'found_pairs' AND method LIKE 'sweep:%'").fetchall()
+    assert sorted(rows) == sorted((f"sweep:{r['image']}", float(r["support"]), float(r["found_pairs"])) for r in ev.sweep)
 
 
-def test_support_sweep_options_on_the_command_line(tmp_path):
+def test_evaluate_options_on_the_command_line(tmp_path):
     from neardup.cli.app import app
     from typer.testing import CliRunner
 
@@ -241,12 +329,25 @@ def test_support_sweep_options_on_the_command_line(tmp_path):
     gold = tmp_path / "g.csv"
     gold.write_text("a,b\n")
     base = ["evaluate", "--index", str(tmp_path / "i"), "--gold", str(gold)]
-    r = CliRunner().invoke(app, [*base, "--support-sweep", "100,90"])
+    run = lambda *a: CliRunner().invoke(app, [*base, *a], terminal_width=250)  # noqa: E731
+    r = run("--support-sweep", "100,90", "--thresholds", "0.9,1")
     assert r.exit_code == 0, r.output
-    assert "concept clusters by support" in r.output
-    r = CliRunner().invoke(app, [*base, "--support-sweep", "none"])
-    assert r.exit_code == 0 and "by support" not in r.output
-    r = CliRunner().invoke(app, [*base, "--support-sweep", "lots"])
-    assert r.exit_code == 2
-    r = CliRunner().invoke(app, [*base, "--support-sweep", "500"])
-    assert r.exit_code == 2 and "sketch size" in r.output
+    assert "Concept clusters mined afresh" in r.output and "Pairs at or above each similarity threshold" in r.output
+    with Index(tmp_path / "i").reader() as con:
+        got = con.execute("SELECT DISTINCT method, threshold FROM evaluations WHERE run_id = 1 AND threshold IS NOT NULL "
+                          "AND measure = 'found_pairs' ORDER BY ALL").fetchall()
+    assert got == [("jaccard", 0.9), ("jaccard", 1.0), ("simhash", 0.9), ("simhash", 1.0),
+                   ("sweep:bottomk", 90.0), ("sweep:bottomk", 100.0), ("sweep:minhash", 90.0), ("sweep:minhash", 100.0)]
+    r = run("--support-sweep", "none", "--bits", "none")
+    assert r.exit_code == 0 and "Concept clusters" not in r.output and "Simhash groups" not in r.output
+    r = run("--bits", "3")
+    assert r.exit_code == 0 and "groups 3 bits" in r.output
+    for bad in (["--support-sweep", "lots"], ["--thresholds", "high"], ["--bits", "x"]):
+        r = run(*bad)
+        assert r.exit_code == 2, bad
+    r = run("--support-sweep", "500")
+    assert r.exit_code == 2 and "image size" in r.output
+    r = run("--measures", "edit,jaccardish")
+    assert r.exit_code == 2 and "unknown similarity measure 'jaccardish'" in r.output
+    r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i")])
+    assert r.exit_code == 2 and "nothing to compare with" in r.output
