@@ -95,17 +95,22 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
     return _link(sk, a, b, k, lo), sk
 
 
-def _link(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray, k: int, lo: int) -> dict[int, list[int]]:
-    """Neighbour lists of the documents from ``lo`` on, from candidate pairs whose sketches
-    share at least ``k`` values."""
-    keep = overlaps(sk, a, b) >= k
+def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:
+    """Neighbour lists of the documents from ``lo`` on, from the pairs ``(a[i], b[i])``."""
     nb: dict[int, list[int]] = {}
-    for x, y in zip(a[keep].tolist(), b[keep].tolist()):
+    for x, y in zip(a.tolist(), b.tolist()):
         if x >= lo:
             nb.setdefault(x, []).append(y)
         if y >= lo:
             nb.setdefault(y, []).append(x)
     return nb
+
+
+def _link(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray, k: int, lo: int) -> dict[int, list[int]]:
+    """Neighbour lists of the documents from ``lo`` on, from candidate pairs whose sketches
+    share at least ``k`` values."""
+    keep = overlaps(sk, a, b) >= k
+    return neighbour_lists(a[keep], b[keep], lo)
 
 
 def overlaps(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -379,8 +384,9 @@ def _replace(con, method: str, batch_id: int, groups: list[tuple[int, ...]], par
     return {"clusters": len(groups), "params": params}
 
 
-def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
-    """``N(d)`` of every document by a prefix-filtered inverted index over the sorted sketches."""
+def candidate_overlaps(sk: dict[int, np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair ``(a, b)`` of documents whose sketches share >= ``k`` values, with how many they
+    share, by a prefix-filtered inverted index over the sorted sketches."""
     from .pairs import key_pairs
 
     ids = np.array(sorted(sk), dtype=np.int64)
@@ -390,4 +396,12 @@ def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
     docs = np.repeat(ids, pre)
     lo = int(ids.min()) if ids.size else 0
     a, b, _ = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), lo, None, CONCEPT_TABLE, min_shared=shared_needed(k))
-    return _link(sk, a, b, k, lo)
+    common = overlaps(sk, a, b)
+    keep = common >= k
+    return a[keep], b[keep], common[keep]
+
+
+def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:
+    """``N(d)`` of every document (``candidate_overlaps``)."""
+    a, b, _ = candidate_overlaps(sk, k)
+    return neighbour_lists(a, b)

@@ -124,6 +124,15 @@ def text_similarity(a: str, b: str, cutoff: float = 0.0) -> float:
     return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100
 
 
+def edit_similarities(a: list[str], b: list[str], cutoff: float = 0.0) -> np.ndarray:
+    """``text_similarity`` of each pair ``(a[i], b[i])``, computed by rapidfuzz on every core."""
+    from rapidfuzz import fuzz, process
+
+    if not a:
+        return np.zeros(0)
+    return process.cpdist(a, b, scorer=fuzz.ratio, score_cutoff=cutoff * 100, workers=-1).astype(np.float64) / 100
+
+
 def weighted_jaccard(a: set[str], b: set[str], weight: dict[str, float]) -> float:
     """004's weighted Jaccard: ``sum w(t) over a ∩ b / sum w(t) over a ∪ b`` (weight 1 for unknown tokens)."""
     union = sum(weight.get(t, 1.0) for t in a | b)
@@ -163,6 +172,17 @@ def check_measures(names) -> tuple[str, ...]:
     if bad:
         raise InputError(f"unknown similarity measure {bad[0]!r}", hint=f"choose from {', '.join(MEASURES)}")
     return tuple(names)
+
+
+def similarities(con, measure: str, pairs: list[Pair], texts: dict[int, str], cutoff: float = 0.0,
+                 idf: dict[str, float] | None = None) -> np.ndarray:
+    """One of ``MEASURES`` for each pair of documents (texts by doc id); below ``cutoff`` a
+    similarity may read 0. ``idf``: the collection's weights when already computed."""
+    check_measures([measure])
+    if measure == "edit":
+        return edit_similarities([texts[a] for a, _ in pairs], [texts[b] for _, b in pairs], cutoff)
+    f = similarity_function(con, measure, idf)
+    return np.array([f(texts[a], texts[b]) for a, b in pairs], dtype=np.float64)
 
 
 def similarity_function(con, measure: str, idf: dict[str, float] | None = None):
@@ -298,6 +318,8 @@ class Evaluation:
     simhash_distances: dict[int, list[int]] = field(default_factory=dict)
     #: 001 tables 2-4 and 6: concept clusters mined afresh at each support k, per image
     sweep: list[dict] = field(default_factory=list)
+    #: seconds of the sweep's neighbour search, per image (once, at the lowest support)
+    sweep_search: dict[str, float] = field(default_factory=dict)
     #: 004's measures of the pairs in the unique lists: pair -> {measure: similarity}
     pair_similarity: dict[Pair, dict[str, float]] = field(default_factory=dict)
     urls: dict[int, str] = field(default_factory=dict)  # of the documents in the unique lists
@@ -324,6 +346,8 @@ class Evaluation:
             for k, v in r.items():
                 if k not in ("image", "support"):
                     add(f"sweep:{r['image']}", float(r["support"]), k, v)
+        for image, v in self.sweep_search.items():
+            add(f"sweep:{image}", None, "seconds:neighbours", v)
         for m, scores in self.pooled.items():
             for k, v in scores.items():
                 add(m, self.verify[1], f"pooled_{k}", v)
@@ -364,24 +388,35 @@ def read_images(con, image: str) -> dict[int, np.ndarray]:
     return {d: np.unique(np.asarray(v, dtype=np.uint64)) for d, v in con.execute(f"SELECT doc_id, {col} FROM {table}").fetchall()}
 
 
-def support_sweep(images: dict[int, np.ndarray], supports: tuple[int, ...], gold: set[Pair]) -> list[dict]:
+def support_sweep(images: dict[int, np.ndarray], supports: tuple[int, ...], gold: set[Pair]) -> tuple[list[dict], float]:
     """001 tables 2-4 and 6: for each support k, the concept clusters of the whole index mined
-    from scratch (neighbours and miner, timed; the images are read before), judged as pairs."""
-    from .clusters import _all_neighbours
+    from scratch, judged as pairs; also the seconds of the neighbour search.
+
+    The neighbour pairs and their common values are found once, at the lowest support (the pairs
+    sharing >= k values are among them for every larger k), as 000 built its inverted table once;
+    each row's ``seconds`` is then the miner's at that support: keeping the pairs with >= k common
+    values and mining the maximal sets (the compiled kernels are loaded before timing)."""
+    from .clusters import _all_neighbours, candidate_overlaps, neighbour_lists
     from .concepts import mine
 
-    if images:  # load the compiled kernels before timing (001 times the miner alone): a document and its copy
+    if not supports:
+        return [], 0.0
+    if images:  # load the compiled kernels before timing: a document and its copy
         x = next(iter(images.values()))
         two = {0: x, 1: x.copy()}
         mine(two, 1, neighbours=_all_neighbours(two, 1))
+    t0 = time.perf_counter()
+    a, b, common = candidate_overlaps(images, min(supports))
+    search = time.perf_counter() - t0
     rows = []
     for k in supports:
         t0 = time.perf_counter()
-        found = mine(images, k, neighbours=_all_neighbours(images, k))
+        keep = common >= k
+        found = mine(images, k, neighbours=neighbour_lists(a[keep], b[keep]))
         seconds = time.perf_counter() - t0
         pairs = clusters_to_pairs(c.members for c in found)
         rows.append({"support": k, "seconds": seconds, "clusters": len(found), **comparator(pairs, gold), **pair_scores(pairs, gold)})
-    return rows
+    return rows, search
 
 
 def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = None, out: str | None = None,
@@ -395,7 +430,7 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
     ``supports``: the concept-cluster support sweep (``support_sweep``) of each image the index
     has; None: ``sweep_supports`` of the image's size when a reference is given; ``()``: none.
     ``measures``: 004's similarities (``MEASURES``) to compute for the pairs of the unique lists."""
-    from .settings import Settings
+    from .settings import EQUAL_KEY_PAIRS, Settings
     from .store import catalog
 
     if not gold_pairs and not gold_clusters and not pooled:
@@ -434,11 +469,11 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
                                  key=lambda r: _stage_order(r[0])))
         _simhash_view(con, ev, bits, settings)
         if pooled:
-            _pooled(con, ev, found, verify_at, similarity_function(con, measure))
+            _pooled(con, ev, found, verify_at, measure)
         if gold_p is not None:
             for m in sorted(found):
                 _judge(ev, m, found[m], gold_p)
-                for t in thresholds:
+                for t in () if m in EQUAL_KEY_PAIRS else thresholds:  # equal keys: every row would be the one above
                     cut = {(a, b) for a, b, s in pairs_by_method[m] if s is not None and s >= t - 1e-12}
                     ev.by_threshold.append({"method": m, "threshold": t, **comparator(cut, gold_p), **pair_scores(cut, gold_p)})
             for m, groups in sorted(clusters_by_method.items()):
@@ -448,14 +483,15 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             for image in images:
                 ks = supports if supports is not None else sweep_supports(image_size(settings, image), thresholds)
                 if ks:
-                    ev.sweep += [{"image": image, **r} for r in support_sweep(read_images(con, image), tuple(ks), gold_p)]
+                    rows, ev.sweep_search[image] = support_sweep(read_images(con, image), tuple(ks), gold_p)
+                    ev.sweep += [{"image": image, **r} for r in rows]
             listed = sorted({p for lists in ev.unique.values() for ps in lists for p in ps})
             ev.urls = _by_id(con, sorted({d for p in listed for d in p}), "url")
             if measures and listed:
                 texts = _by_id(con, sorted({d for p in listed for d in p}), "text")
                 idf = _idf(con) if {"weighted-jaccard", "cosine"} & set(measures) else None
-                sims = {m: similarity_function(con, m, idf) for m in measures}
-                ev.pair_similarity = {p: {m: f(texts[p[0]], texts[p[1]]) for m, f in sims.items()} for p in listed}
+                sims = {m: similarities(con, m, listed, texts, idf=idf).tolist() for m in measures}
+                ev.pair_similarity = {p: {m: sims[m][i] for m in measures} for i, p in enumerate(listed)}
     rows = ev.rows()
     gold_desc = json.dumps({"pairs": gold_pairs, "clusters": gold_clusters,
                             "pooled": f"{measure} >= {verify_at:g}" if pooled else None})
@@ -530,10 +566,11 @@ def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings) -> None:
         ev.simhash_distances[b] = dist
 
 
-def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, sim=text_similarity) -> None:
-    pool = set().union(*found.values()) if found else set()
+def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, measure: str = "edit") -> None:
+    pool = sorted(set().union(*found.values())) if found else []
     texts = _by_id(con, sorted({d for p in pool for d in p}), "text")
-    verified = {p for p in sorted(pool) if sim(texts[p[0]], texts[p[1]], verify_at) >= verify_at - 1e-12}
+    sim = similarities(con, measure, pool, texts, cutoff=verify_at)
+    verified = {p for p, v in zip(pool, sim.tolist()) if v >= verify_at - 1e-12}
     ev.pool = (len(pool), len(verified))
     ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], kv[0])))
     ev.dice = dice_matrix(found)

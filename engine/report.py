@@ -51,7 +51,9 @@ def tables(ev) -> list[Table]:
                          ["method", "threshold", *COMPARATOR, *SCORES],
                          [[r["method"], r["threshold"], *(r[k] for k in COMPARATOR + SCORES)] for r in ev.by_threshold]))
     if ev.sweep:
-        out.append(Table("sweep", "Concept clusters mined afresh at each support k, with the miner's time (001 tables 2-4 and 6)",
+        search = ", ".join(f"{m} {v:.2f} s" for m, v in ev.sweep_search.items())
+        out.append(Table("sweep", "Concept clusters mined afresh at each support k, with the miner's time (001 tables 2-4 and 6); "
+                                  f"neighbours found once per image, at the lowest support: {search}",
                          ["image", "support", "seconds", "clusters", *COMPARATOR, *SCORES],
                          [[r["image"], r["support"], r["seconds"], r["clusters"], *(r[k] for k in COMPARATOR + SCORES)] for r in ev.sweep]))
     if ev.cluster:
@@ -201,7 +203,7 @@ def figures(ev, out: Path) -> list[Path]:
     if len(ev.pooled) > 1:
         names = sorted(ev.pooled)
         mat = [[1.0 if a == b else ev.dice.get((a, b), ev.dice.get((b, a), 0.0)) for b in names] for a in names]
-        fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(names), 1.0 + 0.6 * len(names)))
+        fig, ax = plt.subplots(figsize=(max(5, 1.6 + 0.6 * len(names)), max(3.6, 1.2 + 0.6 * len(names))))
         im = ax.imshow(mat, vmin=0, vmax=1, cmap="viridis")
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
         ax.set_yticks(range(len(names)), names)
@@ -215,8 +217,10 @@ def figures(ev, out: Path) -> list[Path]:
 
 
 def _html_table(t: Table) -> str:
-    h = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(x))}</td>" for x in r) + "</tr>" for r in t.rows)
+    text = [any(isinstance(r[i], str) for r in t.rows) for i in range(len(t.columns))]
+    h = "".join(f"<th{' class=t' if x else ''}>{html.escape(c.replace('_', ' '))}</th>" for c, x in zip(t.columns, text))
+    body = "".join("<tr>" + "".join(f"<td class=t>{html.escape(x)}</td>" if isinstance(x, str) else f"<td>{html.escape(fmt(x))}</td>"
+                                    for x in r) + "</tr>" for r in t.rows)
     return f"<h2>{html.escape(t.title)}</h2><table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -235,7 +239,7 @@ def write_html(ev, out: Path, ts: list[Table], pictures: list[Path]) -> Path:
         parts.append(f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{data}"><figcaption>{html.escape(p.stem)}</figcaption></figure>')
     style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}th{background:#eee}"
-             "td:first-child,th:first-child{text-align:left}figure{display:inline-block;margin:1em}h2{font-size:1.1em}")
+             ".t{text-align:left}figure{display:inline-block;margin:1em}h2{font-size:1.1em}")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>neardup evaluation {ev.run_id}</title>"
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
     path = out / "report.html"

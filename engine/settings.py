@@ -53,6 +53,8 @@ PAIR_METHODS: dict[str, str] = {
     "a11": "exact Jaccard (>= threshold) of pairs in one A11 chain window (decomposition over bottom-k shingles)",
     "a12": "shared word signatures / 5, for pairs passing A12's rules",
 }
+#: pair methods whose similarity is always 1.0 (equal keys): a similarity threshold changes nothing for them
+EQUAL_KEY_PAIRS = frozenset({"a0", "a1", "a2", "a3", "a4", "a5", "a8", "a9", "a10"})
 #: fingerprint methods a pair method reads (otherwise the one of its own name)
 PAIR_REQUIRES: dict[str, tuple[str, ...]] = {"jaccard": ("shingles", "minhash"), "a11": ("shingles", "bottomk")}
 #: pair methods computed by default, where their fingerprints are enabled
