@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -52,6 +53,11 @@ import pyarrow as pa
 from .errors import InputError, SettingsMismatch
 
 Pair = tuple[int, int]
+
+
+def method_order(name: str) -> list:
+    """Sort key of method names with their numbers in numeric order (a2 before a10)."""
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", name))]
 
 
 def comparator(found: set[Pair], gold: set[Pair]) -> dict[str, int]:
@@ -218,7 +224,7 @@ def pooled_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str,
 
 def dice_matrix(found: dict[str, set[Pair]]) -> dict[tuple[str, str], float]:
     """003 table 4: ``Dice(A, B) = 2 |A ∩ B| / (|A| + |B|)`` for every two methods."""
-    names = sorted(found)
+    names = sorted(found, key=method_order)
     return {(a, b): (2 * len(found[a] & found[b]) / (len(found[a]) + len(found[b])) if found[a] or found[b] else 1.0)
             for i, a in enumerate(names) for b in names[i + 1 :]}
 
@@ -471,7 +477,7 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
         if pooled:
             _pooled(con, ev, found, verify_at, measure)
         if gold_p is not None:
-            for m in sorted(found):
+            for m in sorted(found, key=method_order):
                 _judge(ev, m, found[m], gold_p)
                 for t in () if m in EQUAL_KEY_PAIRS else thresholds:  # equal keys: every row would be the one above
                     cut = {(a, b) for a, b, s in pairs_by_method[m] if s is not None and s >= t - 1e-12}
@@ -515,7 +521,7 @@ STAGES = ("prepare: html", "prepare: normal form", "prepare: words", "prepare: s
 
 def _stage_order(stage: str) -> tuple[int, str]:
     key = "prepare: fingerprint" if stage.startswith("prepare: fingerprint ") else stage  # one per method
-    return (STAGES.index(key) if key in STAGES else len(STAGES)), stage
+    return (STAGES.index(key) if key in STAGES else len(STAGES)), method_order(stage)
 
 
 def _judge(ev: Evaluation, method: str, found: set[Pair], gold: set[Pair]) -> None:
@@ -572,5 +578,5 @@ def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, 
     sim = similarities(con, measure, pool, texts, cutoff=verify_at)
     verified = {p for p, v in zip(pool, sim.tolist()) if v >= verify_at - 1e-12}
     ev.pool = (len(pool), len(verified))
-    ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], kv[0])))
+    ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], method_order(kv[0]))))
     ev.dice = dice_matrix(found)

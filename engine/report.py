@@ -27,6 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .evaluate import method_order
+
 COMPARATOR = ["gold_pairs", "found_pairs", "unique_gold_pairs", "unique_found_pairs", "common_pairs"]
 SCORES = ["precision", "recall", "f1"]
 
@@ -51,7 +53,7 @@ def tables(ev) -> list[Table]:
                          ["method", "threshold", *COMPARATOR, *SCORES],
                          [[r["method"], r["threshold"], *(r[k] for k in COMPARATOR + SCORES)] for r in ev.by_threshold]))
     if ev.sweep:
-        search = ", ".join(f"{m} {v:.2f} s" for m, v in ev.sweep_search.items())
+        search = ", ".join(f"{m} {v:.3f} s" for m, v in ev.sweep_search.items())
         out.append(Table("sweep", "Concept clusters mined afresh at each support k, with the miner's time (001 tables 2-4 and 6); "
                                   f"neighbours found once per image, at the lowest support: {search}",
                          ["image", "support", "seconds", "clusters", *COMPARATOR, *SCORES],
@@ -65,7 +67,7 @@ def tables(ev) -> list[Table]:
                                    f"{ev.pool[1]} verified ({measure} similarity >= {at:g}); by F1",
                          ["method", "pairs", "recall", "precision", "f1"],
                          [[m, int(c["pairs"]), c["recall"], c["precision"], c["f1"]] for m, c in ev.pooled.items()]))
-        names = sorted(ev.pooled)
+        names = sorted(ev.pooled, key=method_order)
         if len(names) > 1:
             out.append(Table("dice", "Dice coefficient between methods' pairs (003 table 4)", ["method", *names],
                              [[a, *(None if a == b else ev.dice.get((a, b), ev.dice.get((b, a))) for b in names)] for a in names]))
@@ -201,7 +203,7 @@ def figures(ev, out: Path) -> list[Path]:
         ax.set_title(f"distances checked, {b}-bit grouping")
         made.append(_save(plt, fig, out / f"distances_{b}.png"))
     if len(ev.pooled) > 1:
-        names = sorted(ev.pooled)
+        names = sorted(ev.pooled, key=method_order)
         mat = [[1.0 if a == b else ev.dice.get((a, b), ev.dice.get((b, a), 0.0)) for b in names] for a in names]
         fig, ax = plt.subplots(figsize=(max(5, 1.6 + 0.6 * len(names)), max(3.6, 1.2 + 0.6 * len(names))))
         im = ax.imshow(mat, vmin=0, vmax=1, cmap="viridis")

@@ -351,3 +351,25 @@ def test_evaluate_options_on_the_command_line(tmp_path):
     assert r.exit_code == 2 and "unknown similarity measure 'jaccardish'" in r.output
     r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i")])
     assert r.exit_code == 2 and "nothing to compare with" in r.output
+
+
+def test_bad_reference_files_are_named_and_store_nothing(tmp_path):
+    from neardup.cli.app import app
+    from typer.testing import CliRunner
+
+    recs = [{"url": u, "text": " ".join(f"w{i}" for i in range(120))} for u in ("a", "b")]
+    ingest(Index(tmp_path / "i"), str(write_jsonl(tmp_path / "r.jsonl", recs)))
+    one_column = tmp_path / "one.csv"
+    one_column.write_text("a,b\nc\n")
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(b"a,b\n\xff\xfe,\x00\n")
+    cases = [
+        (["--gold", str(tmp_path / "missing.csv")], "missing.csv: cannot read the reference file"),
+        (["--gold", str(one_column)], "one.csv: line 2: expected two columns, got 1"),
+        (["--gold-clusters", str(binary)], "bin.csv: not UTF-8 text"),
+    ]
+    for args, message in cases:
+        r = CliRunner().invoke(app, ["evaluate", "--index", str(tmp_path / "i"), *args], terminal_width=250)
+        assert r.exit_code == 2 and message in r.output, r.output
+    with Index(tmp_path / "i").reader() as con:
+        assert con.execute("SELECT count(*) FROM evaluations").fetchall() == [(0,)]
