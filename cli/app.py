@@ -391,10 +391,7 @@ def evaluate(
 
 def _range(value: str, kind, name: str) -> tuple:
     """``LO,HI`` (or one value for both) as a pair of numbers."""
-    try:
-        parts = [kind(x) for x in value.split(",")]
-    except ValueError:
-        parts = []
+    parts = _numbers(value, kind, name)
     if len(parts) not in (1, 2):
         raise typer.BadParameter(f"expected LO,HI or one number, got {value!r}", param_hint=name)
     return parts[0], parts[-1]
