@@ -474,8 +474,10 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
         ev.timings = dict(sorted(con.execute("SELECT stage, sum(seconds) FROM batch_timings GROUP BY stage").fetchall(),
                                  key=lambda r: _stage_order(r[0])))
         _simhash_view(con, ev, bits, settings)
+        weighted = {"weighted-jaccard", "cosine"} & ({measure} if pooled else set()) | set(measures)
+        idf = _idf(con) if weighted else None  # a scan of every text: at most once
         if pooled:
-            _pooled(con, ev, found, verify_at, measure)
+            _pooled(con, ev, found, verify_at, measure, idf)
         if gold_p is not None:
             for m in sorted(found, key=method_order):
                 _judge(ev, m, found[m], gold_p)
@@ -495,7 +497,6 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
             ev.urls = _by_id(con, sorted({d for p in listed for d in p}), "url")
             if measures and listed:
                 texts = _by_id(con, sorted({d for p in listed for d in p}), "text")
-                idf = _idf(con) if {"weighted-jaccard", "cosine"} & set(measures) else None
                 sims = {m: similarities(con, m, listed, texts, idf=idf).tolist() for m in measures}
                 ev.pair_similarity = {p: {m: sims[m][i] for m in measures} for i, p in enumerate(listed)}
     rows = ev.rows()
@@ -572,10 +573,11 @@ def _simhash_view(con, ev: Evaluation, bits: tuple[int, ...], settings) -> None:
         ev.simhash_distances[b] = dist
 
 
-def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, measure: str = "edit") -> None:
+def _pooled(con, ev: Evaluation, found: dict[str, set[Pair]], verify_at: float, measure: str = "edit",
+            idf: dict[str, float] | None = None) -> None:
     pool = sorted(set().union(*found.values())) if found else []
     texts = _by_id(con, sorted({d for p in pool for d in p}), "text")
-    sim = similarities(con, measure, pool, texts, cutoff=verify_at)
+    sim = similarities(con, measure, pool, texts, cutoff=verify_at, idf=idf)
     verified = {p for p, v in zip(pool, sim.tolist()) if v >= verify_at - 1e-12}
     ev.pool = (len(pool), len(verified))
     ev.pooled = dict(sorted(pooled_scores(found, verified).items(), key=lambda kv: (-kv[1]["f1"], method_order(kv[0]))))
