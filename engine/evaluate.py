@@ -125,9 +125,7 @@ def text_similarity(a: str, b: str, cutoff: float = 0.0) -> float:
     """Normalised edit similarity of two texts, ``1 - indel distance / (len a + len b)``: the
     measure of Perl's String::Similarity (003's check), computed by rapidfuzz. Below
     ``cutoff`` it may return 0."""
-    from rapidfuzz import fuzz
-
-    return fuzz.ratio(a, b, score_cutoff=cutoff * 100) / 100
+    return float(edit_similarities([a], [b], cutoff)[0])
 
 
 def edit_similarities(a: list[str], b: list[str], cutoff: float = 0.0) -> np.ndarray:
@@ -187,16 +185,12 @@ def similarities(con, measure: str, pairs: list[Pair], texts: dict[int, str], cu
     check_measures([measure])
     if measure == "edit":
         return edit_similarities([texts[a] for a, _ in pairs], [texts[b] for _, b in pairs], cutoff)
-    f = similarity_function(con, measure, idf)
+    f = _word_measure(con, measure, idf)
     return np.array([f(texts[a], texts[b]) for a, b in pairs], dtype=np.float64)
 
 
-def similarity_function(con, measure: str, idf: dict[str, float] | None = None):
-    """A function ``(text a, text b, cutoff) -> similarity`` for one of ``MEASURES``; ``idf``:
-    the collection's weights when already computed."""
-    check_measures([measure])
-    if measure == "edit":
-        return text_similarity
+def _word_measure(con, measure: str, idf: dict[str, float] | None = None):
+    """``(text a, text b) -> similarity`` for weighted-jaccard or cosine over the texts' words."""
     from . import text
 
     weights = idf if idf is not None else _idf(con)
@@ -206,8 +200,8 @@ def similarity_function(con, measure: str, idf: dict[str, float] | None = None):
         return Counter(text.words(text.normal_form(pa.array([t], pa.large_string()))).to_pylist()[0])
 
     if measure == "weighted-jaccard":
-        return lambda a, b, cutoff=0.0: weighted_jaccard(set(counts(a)), set(counts(b)), weights)
-    return lambda a, b, cutoff=0.0: tfidf_cosine(counts(a), counts(b), weights)
+        return lambda a, b: weighted_jaccard(set(counts(a)), set(counts(b)), weights)
+    return lambda a, b: tfidf_cosine(counts(a), counts(b), weights)
 
 
 def pooled_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, dict[str, float]]:
@@ -326,7 +320,8 @@ class Evaluation:
     sweep: list[dict] = field(default_factory=list)
     #: seconds of the sweep's neighbour search, per image (once, at the lowest support)
     sweep_search: dict[str, float] = field(default_factory=dict)
-    #: 004's measures of the pairs in the unique lists: pair -> {measure: similarity}
+    #: 004's measures asked for the unique lists, and their values: pair -> {measure: similarity}
+    measures: tuple[str, ...] = ()
     pair_similarity: dict[Pair, dict[str, float]] = field(default_factory=dict)
     urls: dict[int, str] = field(default_factory=dict)  # of the documents in the unique lists
     seconds: float = 0.0
@@ -443,7 +438,7 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
         raise InputError("nothing to compare with", hint="pass --gold pairs.csv, --gold-clusters labels.csv or --pooled")
     check_measures([measure, *measures])
     t0 = time.perf_counter()
-    ev = Evaluation(verify=(measure, verify_at))
+    ev = Evaluation(verify=(measure, verify_at), measures=tuple(measures))
     with index.reader() as con:
         settings = Settings.from_dict(catalog.read_settings(con))
         images = [m for m in SWEEP_IMAGES if m in settings.methods]
@@ -494,9 +489,10 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
                     rows, ev.sweep_search[image] = support_sweep(read_images(con, image), tuple(ks), gold_p)
                     ev.sweep += [{"image": image, **r} for r in rows]
             listed = sorted({p for lists in ev.unique.values() for ps in lists for p in ps})
-            ev.urls = _by_id(con, sorted({d for p in listed for d in p}), "url")
+            listed_ids = sorted({d for p in listed for d in p})
+            ev.urls = _by_id(con, listed_ids, "url")
             if measures and listed:
-                texts = _by_id(con, sorted({d for p in listed for d in p}), "text")
+                texts = _by_id(con, listed_ids, "text")
                 sims = {m: similarities(con, m, listed, texts, idf=idf).tolist() for m in measures}
                 ev.pair_similarity = {p: {m: sims[m][i] for m in measures} for i, p in enumerate(listed)}
     rows = ev.rows()
@@ -511,7 +507,7 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
     if out:
         from . import report
 
-        report.write(ev, Path(out), measures)
+        report.write(ev, Path(out))
     return ev
 
 
@@ -520,7 +516,7 @@ STAGES = ("prepare: html", "prepare: normal form", "prepare: words", "prepare: s
           "read+prepare", "store", "lexical", "candidate keys", "candidates", "verify", "store pairs", "clusters", "postings")
 
 
-def _stage_order(stage: str) -> tuple[int, str]:
+def _stage_order(stage: str) -> tuple[int, list]:
     key = "prepare: fingerprint" if stage.startswith("prepare: fingerprint ") else stage  # one per method
     return (STAGES.index(key) if key in STAGES else len(STAGES)), method_order(stage)
 

@@ -95,7 +95,7 @@ def fmt(x) -> str:
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def write(ev, out: Path, measures: tuple[str, ...] = ()) -> list[Path]:
+def write(ev, out: Path) -> list[Path]:
     """Every file of an evaluation in ``out``; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     made = []
@@ -110,10 +110,10 @@ def write(ev, out: Path, measures: tuple[str, ...] = ()) -> list[Path]:
             path = out / f"unique_{kind}_pairs_{_stem(m)}.csv"
             with open(path, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
-                w.writerow(["doc_a", "url_a", "doc_b", "url_b", *(x.replace("-", "_") for x in measures)])
+                w.writerow(["doc_a", "url_a", "doc_b", "url_b", *(x.replace("-", "_") for x in ev.measures)])
                 for a, b in pairs:
                     sims = ev.pair_similarity.get((a, b), {})
-                    w.writerow([a, ev.urls.get(a, ""), b, ev.urls.get(b, ""), *(f"{sims[x]:.4f}" for x in measures if x in sims)])
+                    w.writerow([a, ev.urls.get(a, ""), b, ev.urls.get(b, ""), *(f"{sims[x]:.4f}" for x in ev.measures if x in sims)])
             made.append(path)
     pictures = figures(ev, out)
     made += pictures
