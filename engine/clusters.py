@@ -29,46 +29,25 @@ import numpy as np
 import pyarrow as pa
 
 from . import concepts
+from .neighbours import all_pairs, neighbour_lists, postings_of, search
 from .settings import Settings
 
-#: prefix-filter keys of the concept neighbours, and the sketches read back for older documents
-CONCEPT_TABLE = "concept_prefix"
+#: the sketches read back for older documents
 SKETCH_VALUES = "bottomk"
 
 
-#: concept neighbours share at least this many of their posted first values (at most k)
-PREFIX_SHARED = 8
-
-
-def shared_needed(k: int) -> int:
-    return min(PREFIX_SHARED, k)
-
-
-def concept_prefix(lens: np.ndarray, k: int) -> np.ndarray:
-    """Per sketch, how many of its first values to post: two sorted sketches with >= k common
-    values share >= c = ``shared_needed(k)`` of their first ``len - k + c`` (the j-th common value
-    sits at most ``len - k`` places after position j; ``neardup.pairs.prefix_lengths``). Asking
-    for c shared values rather than one keeps values common to many documents from making
-    every pair of them a candidate to count."""
-    lens = np.asarray(lens, dtype=np.int64)
-    c = shared_needed(k)
-    return np.where(lens >= k, np.minimum(lens - k + c, lens), 0)
-
-
 def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple]:
-    """The concept keys and sketch values of documents ``lo..hi`` (for ``neardup.keys``)."""
+    """The concept neighbours' postings of documents ``lo..hi`` (for ``neardup.keys``): every
+    sketch value, the batch's frequent values (``neardup.neighbours``), and the sketches."""
     from .pairs import _flat, _lists
     from .store.postings import VALUES
 
     ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
     flat, lens = _flat(col)
-    pre = concept_prefix(lens, settings.support)
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if lens.size else lens
-    take = np.concatenate([np.arange(s, s + p) for s, p in zip(starts.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.int64)
     raw = flat.astype(">u8").tobytes()
     bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
     return {
-        CONCEPT_TABLE: (flat[take], np.repeat(ids, pre).astype(np.uint64)),
+        **postings_of(ids, flat, lens, settings.support),
         VALUES + SKETCH_VALUES: (ids.astype(np.uint64), [raw[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]),
     }
 
@@ -84,47 +63,29 @@ def _sketches(con, postings, lo: int, ids: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
+def _as_arrays(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``{doc: values}`` as ``(ids ascending, values sorted per doc, offsets)``."""
+    ids = np.array(sorted(sk), dtype=np.int64)
+    parts = [np.sort(sk[d]) for d in ids.tolist()]
+    offs = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum([p.size for p in parts], out=offs[1:])
+    return ids, (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), offs
+
+
 def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
     """``N(q)`` of every new document and the sketches of everyone involved."""
-    from .pairs import key_pairs
+    from .pairs import _flat, _lists
 
-    k = settings.support
-    keys = concept_postings(con, lo, hi, settings)[CONCEPT_TABLE]
-    a, b, shared = key_pairs(keys[0], keys[1], lo, postings, CONCEPT_TABLE, min_shared=shared_needed(k))
-    sk = _sketches(con, postings, lo, np.unique(np.concatenate([a, b, np.arange(lo, hi + 1)])))
-    return _link(sk, a, b, k, lo), sk
-
-
-def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:
-    """Neighbour lists of the documents from ``lo`` on, from the pairs ``(a[i], b[i])``."""
-    nb: dict[int, list[int]] = {}
-    for x, y in zip(a.tolist(), b.tolist()):
-        if x >= lo:
-            nb.setdefault(x, []).append(y)
-        if y >= lo:
-            nb.setdefault(y, []).append(x)
-    return nb
-
-
-def _link(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray, k: int, lo: int) -> dict[int, list[int]]:
-    """Neighbour lists of the documents from ``lo`` on, from candidate pairs whose sketches
-    share at least ``k`` values."""
-    keep = overlaps(sk, a, b) >= k
-    return neighbour_lists(a[keep], b[keep], lo)
-
-
-def overlaps(sk: dict[int, np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Common values of the sketches of each pair (compiled merge of the sorted sketches)."""
-    from . import kernels
-
-    if a.size == 0:
-        return np.zeros(0, np.int64)
-    ids = np.unique(np.concatenate([a, b]))
-    parts = [np.sort(sk[d]) for d in ids.tolist()]
-    offs = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([p.size for p in parts], out=offs[1:])
-    data = np.concatenate(parts).astype(np.uint64)
-    return kernels.pair_overlap(data, offs, np.searchsorted(ids, a), np.searchsorted(ids, b))
+    ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
+    flat, lens = _flat(col)
+    a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings,
+                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)))
+    starts = np.concatenate([[0], np.cumsum(lens)])
+    sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
+    old = np.unique(a[a < lo])
+    if old.size:
+        sk.update(_sketches(con, postings, lo, old))
+    return neighbour_lists(a, b, lo), sk
 
 
 def _next_cluster_id(con) -> int:
@@ -195,13 +156,17 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
             ).fetchall()
         finally:
             con.unregister("nb_ids")
+        # X is extended by q iff |I(X) ∩ S(q)| >= k (then q neighbours every member): only the
+        # new neighbours of X's first member need checking
+        near_new: dict[int, list[int]] = {}
+        for q, ns in nb.items():
+            for e in ns:
+                if e < lo:
+                    near_new.setdefault(e, []).append(q)
         for cid, common, members in rows:
-            common = set(common or [])
-            for q, ns in nb.items():
-                near = set(ns)
-                if all(d in near for d in members) and len(common & set(sk[q].tolist())) >= k:
-                    gone.append(cid)
-                    break
+            common = np.asarray(common or [], dtype=np.uint64)
+            if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(members[0], ())):
+                gone.append(cid)
     _remove(con, gone, "concept", batch_id)
     new = set(range(lo, hi + 1))
     found = []
@@ -306,7 +271,7 @@ def rebuild_incremental(con, settings: Settings, batch_id: int) -> dict[str, dic
     return out
 
 
-__all__ = ["update", "rebuild_incremental", "concept_postings", "concept_prefix"]
+__all__ = ["update", "rebuild_incremental", "concept_postings"]
 
 
 def run_requested(con, settings: Settings, names: list[str], batch_id: int, pair_method: str | None = None,
@@ -386,19 +351,8 @@ def _replace(con, method: str, batch_id: int, groups: list[tuple[int, ...]], par
 
 def candidate_overlaps(sk: dict[int, np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``(a, b)`` of documents whose sketches share >= ``k`` values, with how many they
-    share, by a prefix-filtered inverted index over the sorted sketches."""
-    from .pairs import key_pairs
-
-    ids = np.array(sorted(sk), dtype=np.int64)
-    lens = np.array([sk[d].size for d in ids.tolist()], dtype=np.int64)
-    pre = concept_prefix(lens, k)
-    keys = np.concatenate([np.sort(sk[d])[:p] for d, p in zip(ids.tolist(), pre.tolist())]) if pre.sum() else np.zeros(0, np.uint64)
-    docs = np.repeat(ids, pre)
-    lo = int(ids.min()) if ids.size else 0
-    a, b, _ = key_pairs(keys.astype(np.uint64), docs.astype(np.uint64), lo, None, CONCEPT_TABLE, min_shared=shared_needed(k))
-    common = overlaps(sk, a, b)
-    keep = common >= k
-    return a[keep], b[keep], common[keep]
+    share (``neardup.neighbours``)."""
+    return all_pairs(sk, k)
 
 
 def _all_neighbours(sk: dict[int, np.ndarray], k: int) -> dict[int, list[int]]:

@@ -13,8 +13,9 @@ Tables:
   (min-hash bands), ``simhash_tables``/``simhash_hp_tables`` (permuted
   tables), ``bottomk_prefix``, ``a11`` (bottom-k shingles), ``a12_ss``
   (A12 sentence signatures) -> doc ids.
-* ``concept_prefix`` (the concept clusters' prefix-filter keys, see
-  ``neardup.clusters``) -> doc ids, and the value table ``val:bottomk``
+* ``concept_values`` (every bottom-k sketch value) and ``concept_frequent``
+  (values a batch held in many documents) -> doc ids, for the concept
+  neighbours (``neardup.neighbours``), and the value table ``val:bottomk``
   (doc id -> sketch).
 """
 

@@ -55,6 +55,8 @@ from .postings import LmdbPostings, Postings
 LOCK_FILE = "writer.lock"
 PENDING_FILE = "batch.pending"
 POSTINGS_DIR = "postings"
+#: a posting table only releases before the rare-values concept search wrote
+OLD_LAYOUT_TABLE = "concept_prefix"
 
 
 class WriterLock:
@@ -195,6 +197,10 @@ class Writer:
         last = self.con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
         if (self.index.path / PENDING_FILE).exists() or self.postings.applied_batch() != last:
             self.repair()
+        elif OLD_LAYOUT_TABLE in self.postings.tables():
+            # postings of an older release (concept prefix keys): re-derive them in today's layout
+            self.rebuild_postings()
+            self.con.execute("CHECKPOINT")
 
     def close(self) -> None:
         if self.postings is not None:

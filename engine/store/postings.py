@@ -92,6 +92,10 @@ class Postings:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return np.concatenate(which), np.concatenate(ids).astype(np.uint64)
 
+    def keys(self, table: str) -> np.ndarray:
+        """Every key of a (small) posting table, ascending."""
+        raise NotImplementedError
+
     def applied_batch(self) -> int:
         """Last batch id whose postings are stored (0 for none)."""
         raise NotImplementedError
@@ -126,6 +130,9 @@ class MemoryPostings(Postings):
 
     def get(self, table: str, key: int) -> np.ndarray:
         return self._data.get(table, {}).get(int(key), np.empty(0, dtype=np.uint64))
+
+    def keys(self, table):
+        return np.array(sorted(self._data.get(table, {})), dtype=np.uint64)
 
     def applied_batch(self) -> int:
         return self._applied
@@ -277,6 +284,13 @@ class LmdbPostings(Postings):
         which = order[np.searchsorted(keys[order], k)]
         o = np.argsort(which, kind="stable")
         return which[o].astype(np.int64), v[o]
+
+    def keys(self, table):
+        return np.unique(self._lookup(table, None)[0])
+
+    def tables(self) -> list[str]:
+        """The posting tables present."""
+        return self._tables()
 
     def applied_batch(self) -> int:
         return self._meta_int(_APPLIED)

@@ -1,0 +1,220 @@
+"""Concept neighbours: every pair of documents whose sketches share at least k values.
+
+The concept clusters (seeds 000/001, ``neardup.concepts``) are mined inside
+``N[q] = {q} ∪ {e : |S(q) ∩ S(e)| >= k}``. This module finds those
+neighbour pairs exactly, at a cost that follows the rare values of the
+sketches rather than the squares of the lists of common ones.
+
+**The filter.** Let ``n = |S(q)|``. A neighbour ``e`` misses at most
+``n - k`` of q's values, so any ``n - k + 1`` values of ``S(q)``, call them
+``P(q)``, contain at least one value of ``S(e)``. This holds for *any* choice
+of ``P(q)``; the choice only steers the cost. So every document's full
+sketch is posted (LMDB table ``concept_values``), and each new document
+looks up only its ``n - k + 1`` **rarest** values: on a real site whose pages
+share navigation and footers, those are the values of the page's own body,
+whose lists are short, while the frame's values, held by thousands of pages,
+are looked up only by pages that are nearly all frame (and whose true
+neighbours are then many anyway). A value's rarity is estimated from what a
+batch can see cheaply: how many documents of the batch hold it, and whether
+an earlier batch found it in ``FREQUENT`` or more of its own documents
+(``concept_frequent``, a hint that never changes results).
+
+**Direction.** From q's side alone every neighbour of q is found, older or
+in the same batch. So each new document keeps the pairs it reaches with
+older documents and with *smaller* new ones: a pair of two new documents is
+kept by its larger member (the smaller one may not reach it, having looked
+up other values).
+
+**Bounded memory.** The emitted (document, partner) rows are produced in
+slices of at most ``PAIR_BUDGET`` rows (whole anchors per slice), counted
+exactly on the sorted sketches (compiled merge), and only the pairs with at
+least k common values are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: every sketch value of every document with at least k values -> doc ids
+VALUES_TABLE = "concept_values"
+#: sketch values some batch held in at least FREQUENT of its documents -> that batch's first doc id
+FREQUENT_TABLE = "concept_frequent"
+#: a value held by this many documents of one batch counts as frequent (frame, boilerplate)
+FREQUENT = 32
+#: (anchor, partner) rows materialised at once
+PAIR_BUDGET = 4_000_000
+
+OldSketches = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _encode(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+
+
+def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def _within(rep: np.ndarray) -> np.ndarray:
+    """For runs of lengths ``rep`` laid end to end: each element's position in its run."""
+    total = int(rep.sum())
+    return np.arange(total) - np.repeat(np.cumsum(rep) - rep, rep)
+
+
+def sort_sketches(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents in ascending id order, each sketch sorted ascending: ``(ids, flat, offsets)``."""
+    ids = np.asarray(ids, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
+    flat = np.asarray(flat, dtype=np.uint64)
+    owner = np.repeat(np.arange(ids.size), lens)
+    rank = np.argsort(ids, kind="stable")
+    pos = np.empty(ids.size, np.int64)
+    pos[rank] = np.arange(ids.size)
+    order = np.lexsort((flat, pos[owner]))
+    offs = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(lens[rank], out=offs[1:])
+    return ids[rank], flat[order], offs
+
+
+def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The posting rows of a batch's sketches: every value of each sketch with >= k values, and
+    the values held by ``FREQUENT`` or more of those documents (keyed to the batch's first id)."""
+    lens = np.asarray(lens, dtype=np.int64)
+    ok = np.repeat(lens >= k, lens)
+    docs = np.repeat(np.asarray(ids, dtype=np.uint64), lens)[ok]
+    vals = np.asarray(flat, dtype=np.uint64)[ok]
+    u, cnt = np.unique(vals, return_counts=True)
+    freq = u[cnt >= FREQUENT]
+    first = np.full(freq.size, docs.min() if docs.size else 0, dtype=np.uint64)
+    return {VALUES_TABLE: (vals, docs), FREQUENT_TABLE: (freq, first)}
+
+
+def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: int | None = None,
+           postings=None, old_sketches: OldSketches | None = None,
+           budget: int = PAIR_BUDGET) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair ``(a, b)``, ``a < b``, sharing at least ``k`` sketch values, with ``b`` one of
+    the given (new) documents and ``a`` new or older, and how many values they share.
+
+    ``ids``/``flat``/``lens``: the new documents' sketches (distinct values each). Older partners
+    (ids below ``lo``) come from ``postings`` (``VALUES_TABLE``, ``FREQUENT_TABLE``) and their
+    sketches from ``old_sketches(ids) -> (ids ascending, values sorted per id, offsets)``."""
+    from . import kernels
+
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    ids, data, offs = sort_sketches(ids, flat, lens)
+    lens = np.diff(offs)
+    sel = lens >= k
+    if not sel.any():
+        return none
+    if not sel.all():
+        ids, data, lens = ids[sel], data[np.repeat(sel, lens)], lens[sel]
+        offs = np.zeros(ids.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=offs[1:])
+    if int(ids.max()) >= 1 << 32:
+        raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
+    if lo is None:
+        lo = int(ids.min())
+    n = ids.size
+    owner = np.repeat(np.arange(n), lens)  # row -> new document (its index in ids)
+    u, inv, cnt = np.unique(data, return_inverse=True, return_counts=True)
+    frequent = cnt >= FREQUENT
+    if postings is not None:
+        hint = postings.keys(FREQUENT_TABLE)
+        if hint.size:
+            frequent |= np.isin(u, hint)
+    # each document's rarest n - k + 1 values: not frequent first, then fewest holders in the batch
+    order = np.lexsort((data, cnt[inv], frequent[inv], owner))
+    pos = np.arange(data.size) - offs[owner[order]]
+    take = order[pos < (lens - k + 1)[owner[order]]]
+    p_doc, p_val = owner[take], inv[take]  # (new document, value index), grouped by document
+
+    # who holds each value: the batch's documents (rows grouped by value), older ones from postings
+    by_val = np.argsort(inv, kind="stable")
+    b_holder = owner[by_val]
+    b_start = np.zeros(u.size + 1, dtype=np.int64)
+    np.cumsum(cnt, out=b_start[1:])
+    o_cnt = np.zeros(u.size, dtype=np.int64)
+    o_start = np.zeros(u.size + 1, dtype=np.int64)
+    o_ids = np.zeros(0, np.int64)
+    if postings is not None:
+        want = np.unique(p_val)
+        which, old = postings.get_flat(VALUES_TABLE, u[want])
+        keep = old < np.uint64(lo)
+        which, old = which[keep], old[keep].astype(np.int64)
+        o_ids = old  # grouped by key, in the order of ``want``
+        np.add.at(o_cnt, want[which], 1)
+        o_start[1:] = np.cumsum(o_cnt)
+
+    # slices of whole anchors, each emitting at most ``budget`` rows (an anchor alone may exceed it)
+    rows_per = cnt[p_val] - 1 + o_cnt[p_val]
+    per_doc = np.bincount(p_doc, weights=rows_per, minlength=n).astype(np.int64)
+    cum = np.cumsum(per_doc)
+    cuts = [0]
+    while cuts[-1] < n:
+        base = cum[cuts[-1] - 1] if cuts[-1] else 0
+        nxt = int(np.searchsorted(cum, base + budget, side="right"))
+        cuts.append(max(nxt, cuts[-1] + 1))
+    p_bounds = np.searchsorted(p_doc, cuts)
+    out_a, out_b, out_c = [], [], []
+    for s, e in zip(p_bounds[:-1].tolist(), p_bounds[1:].tolist()):
+        if s == e:
+            continue
+        qd, qv = p_doc[s:e], p_val[s:e]
+        # new-new pairs as (smaller, larger) indices into ids; old-new pairs as (old id, index)
+        rep = cnt[qv]
+        a = np.repeat(qd, rep)
+        b = b_holder[np.repeat(b_start[qv], rep) + _within(rep)]
+        smaller = b < a  # the pair is kept by its larger member only
+        nn = np.unique(_encode(b[smaller], a[smaller]))
+        rep = o_cnt[qv]
+        on = np.unique(_encode(o_ids[np.repeat(o_start[qv], rep) + _within(rep)], np.repeat(qd, rep)))
+        if nn.size == 0 and on.size == 0:
+            continue
+        nx, ny = _decode(nn)
+        ox, oy = _decode(on)
+        # one array of sorted sketches: the old partners' first, then the new documents'
+        o_ids_s, o_data, o_offs = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(1, np.int64))
+        if on.size:
+            if old_sketches is None:
+                raise ValueError("older partners found but no way to read their sketches")
+            o_ids_s, o_data, o_offs = old_sketches(np.unique(ox))
+        shift = o_ids_s.size
+        all_data = np.concatenate([o_data, data]) if shift else data
+        all_offs = np.concatenate([o_offs[:-1], o_offs[-1] + offs]) if shift else offs
+        ra = np.concatenate([np.searchsorted(o_ids_s, ox), nx + shift])
+        rb = np.concatenate([oy, ny]) + shift
+        common = kernels.pair_overlap(all_data, all_offs, ra, rb)
+        hit = common >= k
+        out_a.append(np.concatenate([ox, ids[nx]])[hit])
+        out_b.append(ids[np.concatenate([oy, ny])][hit])
+        out_c.append(common[hit])
+    if not out_a:
+        return none
+    a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
+    order = np.lexsort((b, a))
+    return a[order], b[order], c[order]
+
+
+def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:
+    """Neighbour lists of the documents from ``lo`` on, from the pairs ``(a[i], b[i])``."""
+    nb: dict[int, list[int]] = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        if x >= lo:
+            nb.setdefault(x, []).append(y)
+        if y >= lo:
+            nb.setdefault(y, []).append(x)
+    return nb
+
+
+def all_pairs(sk: dict[int, np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of documents of ``sk`` (``{doc: sketch of distinct values}``) sharing at least
+    ``k`` values, with how many they share."""
+    ids = np.array(sorted(sk), dtype=np.int64)
+    if ids.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    parts = [np.asarray(sk[d], dtype=np.uint64) for d in ids.tolist()]
+    lens = np.array([p.size for p in parts], dtype=np.int64)
+    flat = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    return search(ids, flat, lens, k)

@@ -1,0 +1,120 @@
+"""Concept neighbours: the rarest-values filter finds exactly the pairs sharing >= k values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import neighbours
+from neardup.clusters import _as_arrays
+from neardup.concepts import neighbours_brute
+from neardup.store.postings import MemoryPostings
+
+
+def brute_pairs(sk: dict[int, np.ndarray], k: int, lo: int = 0) -> set[tuple[int, int, int]]:
+    """(a, b, common) of every pair sharing >= k values with b >= lo, by comparing all pairs."""
+    out = set()
+    ids = sorted(sk)
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            c = np.intersect1d(sk[a], sk[b]).size
+            if c >= k and b >= lo:
+                out.add((a, b, c))
+    return out
+
+
+# sketches over a small universe, plus a "frame" of values that most documents hold
+corpora = st.tuples(
+    st.integers(2, 30),  # documents
+    st.integers(1, 12),  # k
+    st.integers(0, 2**32 - 1),  # seed
+    st.integers(1, 60),  # pair budget per slice
+    st.integers(1, 5),  # frequent threshold
+)
+
+
+def make(n: int, seed: int) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    frame = rng.choice(1000, size=8, replace=False)
+    sk = {}
+    for d in range(1, n + 1):
+        body = rng.choice(np.arange(1000, 1040), size=rng.integers(0, 14), replace=False)
+        keep = frame[rng.random(frame.size) < rng.random()]
+        if d > 1 and rng.random() < 0.3:  # a near copy of an earlier document
+            src = sk[int(rng.integers(1, d))]
+            body = np.unique(np.concatenate([src[rng.random(src.size) < 0.8], body[:2]]))
+            keep = np.zeros(0, np.int64)
+        sk[d] = np.unique(np.concatenate([body, keep]).astype(np.uint64))
+    return sk
+
+
+@settings(max_examples=200, deadline=None)
+@given(corpora, st.data())
+def test_search_equals_brute_force_for_any_split_budget_and_hint(args, data):
+    n, k, seed, budget, freq = args
+    sk = make(n, seed)
+    lo = data.draw(st.integers(1, n + 1))
+    old = {d: v for d, v in sk.items() if d < lo}
+    new = {d: v for d, v in sk.items() if d >= lo}
+    postings = MemoryPostings()
+    saved = neighbours.FREQUENT
+    neighbours.FREQUENT = freq
+    try:
+        if old:
+            ids, flat, offs = _as_arrays(old)
+            postings.apply_batch(1, neighbours.postings_of(ids, flat, np.diff(offs), k))
+        if not new:
+            return
+        ids, flat, offs = _as_arrays(new)
+        a, b, c = neighbours.search(ids, flat, np.diff(offs), k, lo=lo, postings=postings,
+                                    old_sketches=lambda want: _as_arrays({d: old[d] for d in want.tolist()}), budget=budget)
+    finally:
+        neighbours.FREQUENT = saved
+    got = list(zip(a.tolist(), b.tolist(), c.tolist()))
+    assert len(got) == len(set(got)), "a pair reported twice"
+    assert set(got) == brute_pairs(sk, k, lo)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 25), st.integers(1, 10), st.integers(0, 2**32 - 1))
+def test_all_pairs_gives_the_neighbour_lists_of_brute_force(n, k, seed):
+    sk = make(n, seed)
+    a, b, _ = neighbours.all_pairs(sk, k)
+    nb = neighbours.neighbour_lists(a, b)
+    brute = {d: sorted(v) for d, v in neighbours_brute(sk, k).items() if v}
+    assert {d: sorted(v) for d, v in nb.items()} == brute
+
+
+def test_a_page_of_frame_and_body_looks_up_its_body_values_only():
+    """Frame values held by every page are frequent; a page with enough body values looks up
+    none of them, so its candidates are the pages sharing its body."""
+    frame = np.arange(10_000, 10_060, dtype=np.uint64)
+    sk = {d: np.concatenate([frame, np.arange(d * 100, d * 100 + 40, dtype=np.uint64)]) for d in range(1, 201)}
+    sk[201] = sk[7].copy()  # an exact copy of page 7
+    ids, flat, offs = _as_arrays(sk)
+    looked_up = []
+    postings = MemoryPostings()
+
+    class Spy(MemoryPostings):
+        def get_flat(self, table, keys):
+            looked_up.extend(np.asarray(keys).tolist())
+            return postings.get_flat(table, keys)
+
+        def keys(self, table):
+            return postings.keys(table)
+
+    old = {d: v for d, v in sk.items() if d <= 200}
+    oi, of, oo = _as_arrays(old)
+    postings.apply_batch(1, neighbours.postings_of(oi, of, np.diff(oo), 80))
+    assert neighbours.FREQUENT_TABLE in postings.dump()  # the frame is known frequent from batch 1
+    a, b, c = neighbours.search(np.array([201]), sk[201], np.array([100]), 80, lo=201, postings=Spy(),
+                                old_sketches=lambda want: _as_arrays({d: old[d] for d in want.tolist()}))
+    assert (a.tolist(), b.tolist(), c.tolist()) == ([7], [201], [100])
+    assert looked_up and not set(looked_up) & set(frame.tolist())
+
+
+def test_ids_beyond_the_pair_encoder_are_refused():
+    with pytest.raises(ValueError, match="2\\^32"):
+        neighbours.search(np.array([1 << 32]), np.arange(5, dtype=np.uint64), np.array([5]), 3)
