@@ -17,7 +17,7 @@ from rich.table import Table
 from neardup import NeardupError, ReadOptions, Settings, __version__
 from neardup.generate import KINDS
 from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
-from neardup.ingest import IngestResult, ingest
+from neardup.ingest import DEFAULT_BATCH_MB, IngestResult, ingest
 from neardup.query import info as index_info
 from neardup.query import run_sql
 from neardup.store.index import Index
@@ -177,9 +177,12 @@ def ingest_cmd(
     pairs: PairsOpt = None,
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
+    batch_mb: Annotated[
+        float, typer.Option(min=0.001, help="Commit a bigger input as several batches of this many MB read each (bounds memory).")
+    ] = DEFAULT_BATCH_MB,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
-    """Add crawl files to the index: one atomic batch per input; re-ingesting is a no-op.
+    """Add crawl files to the index: one atomic batch per input (per --batch-mb of it); re-ingesting is a no-op.
 
     Settings options apply when this creates the index; on an existing index they must match it.
     """
@@ -193,7 +196,7 @@ def ingest_cmd(
             idx.settings().check_overrides(given)
         create = _new_settings(given)
         for path in inputs:
-            res = _ingest_one(idx, path, opts, strict, create, quiet)
+            res = _ingest_one(idx, path, opts, strict, create, quiet, batch_mb)
             if not quiet:
                 _print_summary(res)
     except NeardupError as exc:
@@ -203,10 +206,11 @@ def ingest_cmd(
         raise typer.Exit(1)
 
 
-def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings, quiet: bool) -> IngestResult:
+def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings, quiet: bool,
+                batch_mb: float = DEFAULT_BATCH_MB) -> IngestResult:
     show = not quiet and err.is_terminal
     if not show:
-        return ingest(idx, path, opts, strict=strict, create_with=create)
+        return ingest(idx, path, opts, strict=strict, create_with=create, batch_mb=batch_mb)
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),
@@ -227,7 +231,7 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
             mb = seen["bytes"] / 1e6
             bar.update(task, records=seen["records"], mb=mb, rate=mb / max(time.perf_counter() - t0, 1e-9))
 
-        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick)
+        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb)
 
 
 def _print_summary(res: IngestResult) -> None:
@@ -235,8 +239,9 @@ def _print_summary(res: IngestResult) -> None:
     rate = mb / res.seconds if res.seconds > 0 else 0.0
     if res.repaired:
         err.print(f"[yellow]repaired the index after an interrupted write: re-applied postings of batch(es) {res.repaired}[/]")
+    which = f"batch {res.batch_id}" if len(res.batch_ids) <= 1 else f"batches {res.batch_ids[0]}-{res.batch_ids[-1]}"
     out.print(
-        f"batch {res.batch_id} ({res.source}): [green]{res.n_docs} added[/] ({res.n_new_versions} new versions), "
+        f"{which} ({res.source}): [green]{res.n_docs} added[/] ({res.n_new_versions} new versions), "
         f"{res.n_unchanged} unchanged, {res.n_skipped} skipped, "
         f"{'[yellow]' if res.n_rejected else ''}{res.n_rejected} rejected{'[/]' if res.n_rejected else ''}; "
         f"{mb:.1f} MB in {res.seconds:.2f} s ({rate:.1f} MB/s)",
@@ -249,7 +254,7 @@ def _print_summary(res: IngestResult) -> None:
     for r in res.rejects[:5]:
         err.print(f"  rejected {r.message()}", highlight=False, markup=False)
     if res.n_rejected > 5:
-        err.print(f"  ... and {res.n_rejected - 5} more: SELECT * FROM rejects WHERE batch_id = {res.batch_id}", highlight=False)
+        err.print(f"  ... and {res.n_rejected - 5} more: SELECT * FROM rejects WHERE batch_id BETWEEN {res.batch_ids[0]} AND {res.batch_id}", highlight=False)
 
 
 @app.command()

@@ -1,7 +1,8 @@
 """Crash points for the crash-consistency tests.
 
-``NEARDUP_CRASH_AT=<name>`` in the environment makes the process kill itself
-with SIGKILL when it reaches the named point, exactly like a power cut or
+``NEARDUP_CRASH_AT=<name>`` (or ``<name>@N``, the N-th time) in the
+environment makes the process kill itself with SIGKILL when it reaches the
+named point, exactly like a power cut or
 ``kill -9`` there. Unset (always, outside tests), a crash point costs one
 dictionary lookup.
 """
@@ -24,11 +25,19 @@ POINTS = (
     "lmdb-before-commit",
     "lmdb-after-commit",
     "before-done",
+    "after-batch",
 )
 #: Crash points only ``neardup rebuild`` passes (it passes "batch-start" and "lmdb-mid-write" too).
 REBUILD_POINTS = ("rebuild-postings-done",)
 
 
+_NAME, _, _NTH = (_TARGET or "").partition("@")
+_seen = [0]
+
+
 def crashpoint(name: str) -> None:
-    if _TARGET == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """Die here if ``NEARDUP_CRASH_AT`` names this point (``name@N``: the N-th time it is reached)."""
+    if _NAME == name:
+        _seen[0] += 1
+        if _seen[0] >= int(_NTH or 1):
+            os.kill(os.getpid(), signal.SIGKILL)

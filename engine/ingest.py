@@ -66,6 +66,8 @@ class IngestResult:
     pairs: dict[str, int] = field(default_factory=dict)
     #: clusters created and removed per incremental clustering
     clusters: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: every batch the input was committed as (one per ``batch_mb`` of input)
+    batch_ids: list[int] = field(default_factory=list)
 
     def tick(self, stage: str, since: float) -> float:
         return lap(self.timings, stage, since)
@@ -177,6 +179,37 @@ class _Versions:
             self.by_url[u] = sorted(rows.get(u, []))
 
 
+#: text (MB read) committed per batch by default: a bigger input is committed as several batches
+DEFAULT_BATCH_MB = 256
+
+
+class _Peekable:
+    """An iterator that can tell whether anything is left without losing it."""
+
+    _EMPTY = object()
+
+    def __init__(self, it):
+        self.it = iter(it)
+        self.head = self._EMPTY
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.head is not self._EMPTY:
+            item, self.head = self.head, self._EMPTY
+            return item
+        return next(self.it)
+
+    def exhausted(self) -> bool:
+        if self.head is self._EMPTY:
+            try:
+                self.head = next(self.it)
+            except StopIteration:
+                return True
+        return False
+
+
 def ingest(
     index: Index,
     path: str,
@@ -185,85 +218,127 @@ def ingest(
     strict: bool = False,
     create_with: Settings | None = None,
     progress: ProgressFn | None = None,
+    batch_mb: float = DEFAULT_BATCH_MB,
 ) -> IngestResult:
-    """Ingest one input (file, folder or ``-``) as one atomic batch.
+    """Ingest one input (file, folder or ``-``): one atomic batch per ``batch_mb`` MB of input read.
 
-    Cost: one pass over the input; memory bounded by a chunk (~8 MB of
-    records) plus 40 bytes per added document. Raises ``InputError`` when the
-    input cannot be opened, ``IndexLocked`` when another writer is active,
-    ``BadRecord`` under ``strict`` at the first reject (nothing is kept then
-    but a ``failed`` row in ``batches`` and that reject).
+    An input up to ``batch_mb`` is one batch; a bigger one is committed as
+    several consecutive batches of that size (each atomic, all with the input
+    as their ``source``), so that memory is bounded by ``batch_mb``, not by the
+    input. A crash leaves the batches committed before it; ingesting the same
+    input again adds the rest (what is committed is unchanged, a no-op).
+    Returns the sum over the batches (``batch_id`` the last one,
+    ``batch_ids`` all). Raises ``InputError`` when the input cannot be opened,
+    ``IndexLocked`` when another writer is active, ``BadRecord`` under
+    ``strict`` at the first reject (the batch holding it is rolled back and
+    kept only as a ``failed`` row in ``batches`` with that reject; earlier
+    batches of the input stay).
     """
     opts = opts or ReadOptions()
     source = "<stdin>" if path == "-" else path
     raw_chunks = read_input(path, opts)  # raises InputError before any write
+    t0 = time.perf_counter()
+    total: IngestResult | None = None
+    with index.writer(create_with=create_with or Settings()) as w:
+        settings = w.settings
+
+        def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
+            t = time.perf_counter()
+            chunk = extract_html(chunk)
+            t_html = time.perf_counter() - t
+            return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
+
+        chunks = _Peekable(ordered_map(prep, prefetch(raw_chunks)))
+        while True:
+            res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6))
+            total = res if total is None else _merge(total, res)
+            if chunks.exhausted():
+                break
+    total.seconds = time.perf_counter() - t0
+    return total
+
+
+def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
+    """Two consecutive batches of one input as one result."""
+    for f in ("n_docs", "n_new_versions", "n_unchanged", "n_skipped", "n_rejected", "n_bytes"):
+        setattr(a, f, getattr(a, f) + getattr(b, f))
+    a.batch_id = b.batch_id
+    a.batch_ids += b.batch_ids
+    a.rejects = (a.rejects + b.rejects)[:20]
+    a.repaired += b.repaired
+    for k, v in b.timings.items():
+        a.timings[k] = a.timings.get(k, 0.0) + v
+    for k, v in b.pairs.items():
+        a.pairs[k] = a.pairs.get(k, 0) + v
+    for m, d in b.clusters.items():
+        mine = a.clusters.setdefault(m, {})
+        for k, v in d.items():
+            mine[k] = mine.get(k, 0) + v
+    return a
+
+
+def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progress: ProgressFn | None,
+                  budget: int) -> IngestResult:
+    """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends)."""
     started = datetime.now()
     t0 = time.perf_counter()
-    with index.writer(create_with=create_with or Settings()) as w:
-        con = w.con
-        batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchall()[0]
-        res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired))
-        w.begin_batch()
-        crashpoint("batch-start")
-        con.execute("BEGIN TRANSACTION")
-        try:
-            first_doc = next_doc
-            if "a5" in w.settings.methods:
-                con.execute(query("lexical", "create_batch_sentences"))
-            chunks = prefetch(raw_chunks)
-            next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress)
-            n_added = next_doc - first_doc
-            if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
-                t = time.perf_counter()
-                lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
-                res.tick("lexical", t)
-            if n_added:
-                crashpoint("before-pairs")
-                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
-                res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
-            con.execute(
-                query("catalog", "insert_batch"),
-                [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
-                 res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
-                 "committed", __version__],
-            )
-            if res.timings:
-                con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
-            crashpoint("duckdb-before-commit")
+    con = w.con
+    batch_id, next_doc = con.execute(query("catalog", "next_ids")).fetchall()[0]
+    res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired), batch_ids=[batch_id])
+    w.repaired.clear()
+    w.begin_batch()
+    crashpoint("batch-start")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        first_doc = next_doc
+        if "a5" in w.settings.methods:
+            con.execute(query("lexical", "create_batch_sentences"))
+        next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress, budget)
+        n_added = next_doc - first_doc
+        if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
             t = time.perf_counter()
-            con.execute("COMMIT")
-            res.tick("commit", t)
-        except BadRecord as exc:
-            con.execute("ROLLBACK")
-            _record_failed(w, batch_id, source, started, exc)
-            w.finish_batch(None, None)
-            raise
-        except BaseException:
-            con.execute("ROLLBACK")
-            w.finish_batch(None, None)
-            raise
-        # derived from the committed rows, exactly as crash recovery derives them
-        postings = w.batch_postings(batch_id) if n_added else {}
-        w.finish_batch(batch_id, postings, timings=res.timings)
+            lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
+            res.tick("lexical", t)
+        if n_added:
+            crashpoint("before-pairs")
+            res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+            res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+        con.execute(
+            query("catalog", "insert_batch"),
+            [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
+             res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
+             "committed", __version__],
+        )
+        if res.timings:
+            con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
+        crashpoint("duckdb-before-commit")
+        t = time.perf_counter()
+        con.execute("COMMIT")
+        res.tick("commit", t)
+    except BadRecord as exc:
+        con.execute("ROLLBACK")
+        _record_failed(w, batch_id, source, started, exc)
+        w.finish_batch(None, None)
+        raise
+    except BaseException:
+        con.execute("ROLLBACK")
+        w.finish_batch(None, None)
+        raise
+    # derived from the committed rows, exactly as crash recovery derives them
+    postings = w.batch_postings(batch_id) if n_added else {}
+    w.finish_batch(batch_id, postings, timings=res.timings)
+    crashpoint("after-batch")
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc: int,
-                  res: IngestResult, strict: bool, progress: ProgressFn | None) -> int:
+def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int,
+                  res: IngestResult, strict: bool, progress: ProgressFn | None, budget: int) -> int:
     con = w.con
     versions = _Versions(w)
     first = True
-    settings = w.settings
-
-    def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
-        t0 = time.perf_counter()
-        chunk = extract_html(chunk)
-        t_html = time.perf_counter() - t0
-        return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
-
     t = time.perf_counter()
-    for chunk, prepared, t_html in ordered_map(prep, chunks):
+    for chunk, prepared, t_html in chunks:
         t = res.tick("read+prepare", t)
         # the preparing threads' own steps (they overlap the main thread's stages and each other)
         for stage, sec in [("html", t_html), *(prepared.timings.items() if prepared else ())]:
@@ -287,6 +362,8 @@ def _write_chunks(w: Writer, chunks: Iterable[RawChunk], batch_id: int, next_doc
         if first:
             crashpoint("after-first-chunk")
             first = False
+        if res.n_bytes >= budget:
+            break
     return next_doc
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neardup.neighbours import FREQUENT_TABLE
 from neardup.store.index import Index
 from neardup.store.postings import LmdbPostings
 
@@ -43,4 +44,6 @@ def content(state: dict) -> dict:
     """The state without batch ids and sources: what must not depend on how input was split."""
     docs = [(d[0], d[1], *d[5:]) for d in state["documents"]]  # drop source, record, batch_id
     pairs = sorted(d[:4] for d in state["duplicates"])  # drop the batch that found the pair
-    return {"documents": docs, "postings": state["postings"], "fingerprints": state["fingerprints"], "duplicates": pairs}
+    # the frequent-values hint records what each batch saw (it steers cost, never results)
+    postings = {t: v for t, v in state["postings"].items() if t != FREQUENT_TABLE}
+    return {"documents": docs, "postings": postings, "fingerprints": state["fingerprints"], "duplicates": pairs}

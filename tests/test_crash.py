@@ -18,8 +18,8 @@ from neardup.ingest import ingest
 from neardup.query import run_sql
 from neardup.rebuild import rebuild_fingerprints
 
-from .conftest import FIXTURES, run_cli, write_jsonl
-from .snapshot import snapshot
+from .conftest import FIXTURES, run_cli, words_text, write_jsonl
+from .snapshot import content, snapshot
 
 BATCH = str(FIXTURES / "crawl" / "sample.warc.gz")
 BEFORE_COMMIT = {"batch-start", "after-first-chunk", "before-pairs", "duckdb-before-commit"}
@@ -125,3 +125,31 @@ def test_kill_during_rebuild(tmp_path, point):
         a2 = con.execute("SELECT * FROM fp_a2 ORDER BY doc_id").fetchall()
     with Index(ref).reader() as con:
         assert a2 == (con.execute("SELECT * FROM fp_a2 ORDER BY doc_id").fetchall() if point != "batch-start" else a2)
+
+
+def test_kill_in_the_second_batch_of_a_sliced_input_keeps_the_first_and_a_rerun_completes(tmp_path):
+    """An input bigger than --batch-mb is committed as several batches: a crash keeps the whole
+    batches before it, and ingesting the input again adds the rest, as one run would have."""
+    folder = tmp_path / "in"  # a folder is read in chunks of 4096 files: three batches of 1 MB
+    folder.mkdir()
+    for i in range(9000):
+        (folder / f"{i:05d}.txt").write_text(words_text(40, i % 3000))
+    src = str(folder)
+    ref = tmp_path / "ref"
+    run_cli("ingest", "--quiet", "--index", str(ref), "--batch-mb", "1", src, check=True)
+    trial = tmp_path / "trial"
+    p = run_cli("ingest", "--quiet", "--index", str(trial), "--batch-mb", "1", src, env={"NEARDUP_CRASH_AT": "duckdb-before-commit@2"})
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    first = snapshot(trial)
+    full = snapshot(ref)
+    assert len(full["batches"]) == 3
+    assert first["batches"] == full["batches"][:1]
+    assert first["documents"] == full["documents"][: len(first["documents"])]
+    run_cli("ingest", "--quiet", "--index", str(trial), "--batch-mb", "1", src, check=True)
+    again = snapshot(trial)
+    assert content(again) == content(full)  # the same documents, fingerprints, postings and pairs
+
+    def clusters(state):  # (method, size, support, members), whatever batch made them
+        return sorted((c[1], c[2], c[3], tuple(c[-1])) for c in state["clusters"])
+
+    assert clusters(again) == clusters(full)

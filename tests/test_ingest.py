@@ -143,3 +143,35 @@ def test_batch_split_does_not_change_the_result(tmp_path_factory, records, cuts)
         ingest(Index(split), str(write_jsonl(tmp / f"part{k}.jsonl", part)))
     assert content(snapshot(whole)) == content(snapshot(split))
     shutil.rmtree(tmp)
+
+
+def _by_url(index_dir) -> tuple[set, set]:
+    """Pairs and concept clusters of an index, by url (independent of ids and batches)."""
+    with Index(index_dir).reader() as con:
+        pairs = set(con.execute("SELECT method, url_a, url_b, similarity FROM duplicate_urls").fetchall())
+        clus = con.execute(
+            "SELECT c.method, c.support, list(d.url ORDER BY d.url) FROM clusters c JOIN cluster_members m USING (cluster_id) "
+            "JOIN documents d USING (doc_id) GROUP BY c.cluster_id, c.method, c.support").fetchall()
+    return pairs, {(m, s, tuple(u)) for m, s, u in clus}
+
+
+def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_path, monkeypatch):
+    import neardup.readers.base as base
+
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    whole = tmp_path / "whole"
+    r1 = ingest(Index(whole), src)
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    sliced = tmp_path / "sliced"
+    r2 = ingest(Index(sliced), src, batch_mb=0.2)
+    assert r1.batch_ids == [1] and len(r2.batch_ids) > 2
+    assert r2.batch_ids == list(range(1, len(r2.batch_ids) + 1)) and r2.batch_id == r2.batch_ids[-1]
+    assert (r2.n_docs, r2.n_bytes, r2.n_rejected) == (r1.n_docs, r1.n_bytes, r1.n_rejected)
+    assert sum(r2.pairs.values()) == sum(r1.pairs.values())
+    with Index(sliced).reader() as con:
+        rows = con.execute("SELECT source, n_docs, status FROM batches ORDER BY batch_id").fetchall()
+    assert {r[0] for r in rows} == {src} and {r[2] for r in rows} == {"committed"} and sum(r[1] for r in rows) == r1.n_docs
+    assert _by_url(sliced) == _by_url(whole)
+    # the input again: every record is already there
+    r3 = ingest(Index(sliced), src, batch_mb=0.2)
+    assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
