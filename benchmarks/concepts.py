@@ -16,6 +16,13 @@ Pentium IV 3 GHz in 2007).
 
     python benchmarks/concepts.py --docs 110000 --size 100 --runs 3
     python benchmarks/concepts.py --docs 110000 --size 150 --runs 3
+
+With ``--index DIR`` the sketches are those of a real index instead (its
+``fp_bottomk``, e.g. the two-release documentation site of
+``benchmarks/realsite.py``, whose pages share a template), and the
+thresholds are ``--thresholds`` (default: the index's own support):
+
+    python benchmarks/concepts.py --index /tmp/rs-both --runs 3
 """
 
 from __future__ import annotations
@@ -95,12 +102,24 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=110_000)
     ap.add_argument("--size", type=int, default=100, choices=[100, 150])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--index", help="take the sketches of this index (fp_bottomk) instead of generated ones")
+    ap.add_argument("--thresholds", help="comma-separated supports k (default: 000's for --size, or the index's)")
     a = ap.parse_args()
-    sk = generate(a.docs, a.size)
+    if a.index:
+        from neardup import Index
+
+        with Index(a.index).reader() as con:
+            sk = {d: np.sort(np.asarray(v, dtype=np.uint64)) for d, v in con.execute("SELECT doc_id, sketch FROM fp_bottomk").fetchall()}
+        thresholds = [Index(a.index).settings().support]
+        a.size = max((v.size for v in sk.values()), default=0)
+    else:
+        sk = generate(a.docs, a.size)
+        thresholds = sorted(SEEDS[a.size], reverse=True)
+    if a.thresholds:
+        thresholds = [int(x) for x in a.thresholds.split(",")]
     t0 = time.perf_counter()
     tr = transposed(sk)
     t_tr = time.perf_counter() - t0
-    thresholds = sorted(SEEDS[a.size], reverse=True)
     print(f"{len(sk)} documents, sketches of {a.size}; medians of {a.runs} runs; pyfim's input "
           f"({len(tr)} transactions) built once in {t_tr:.1f} s, not counted\n")
     print("| threshold k | clusters | neardup (s) | pyfim fpgrowth (s) | pyfim / neardup | same clusters | 000 table 4, FPmax* (s) |")
@@ -108,7 +127,7 @@ def main() -> None:
     for k in thresholds:
         t_ours, got = timed(ours, sk, k, runs=a.runs)
         t_fim, want = timed(theirs, tr, k, runs=a.runs)
-        print(f"| {k} | {len(got)} | {t_ours:.2f} | {t_fim:.2f} | {t_fim / t_ours:.1f}x | {got == want} | {SEEDS[a.size][k]} |", flush=True)
+        print(f"| {k} | {len(got)} | {t_ours:.2f} | {t_fim:.2f} | {t_fim / t_ours:.1f}x | {got == want} | {SEEDS.get(a.size, {}).get(k, '-')} |", flush=True)
 
 
 if __name__ == "__main__":
