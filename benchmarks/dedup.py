@@ -19,6 +19,16 @@ them). The truth is the exact all-pairs answer (``neardup.exact.all_pairs``)
 on neardup's shingle sets. Times are medians of ``--runs``.
 
     python benchmarks/dedup.py --docs 5000 --runs 3
+
+``--corpus FILE.jsonl`` takes a real corpus instead (``url`` and ``text``
+per line, text already extracted; e.g. the Rust documentation site of
+``benchmarks/realsite.py`` as neardup extracted it, below). Each tool then
+runs in a child process of its own, and its peak RSS (its children's
+included) is reported beside its time:
+
+    neardup ingest --index /tmp/rs63 benchmarks/data/realsite/rust-1.63.warc.gz
+    neardup sql --index /tmp/rs63 --format json "SELECT url, text FROM documents ORDER BY doc_id" > /tmp/rs63.jsonl
+    python benchmarks/dedup.py --corpus /tmp/rs63.jsonl --runs 3 --skip sss
 """
 
 from __future__ import annotations
@@ -93,13 +103,43 @@ def run_neardup(path: Path) -> set[tuple[int, int]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def timed(fn, path: Path, runs: int) -> tuple[float, set, list[float]]:
-    times, res = [], set()
+def in_child(fn, path: Path) -> tuple[float, set, float]:
+    """``fn(path)`` in a forked child: (seconds, result, peak RSS in MB of the child and its children)."""
+    import os
+    import pickle
+
+    out = Path(tempfile.mkstemp(prefix="neardup-dedup-")[1])
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            out.write_bytes(pickle.dumps(fn(path)))
+            code = 0
+        finally:
+            os._exit(code)
+    _, status, usage = os.wait4(pid, 0)
+    seconds = time.perf_counter() - t0
+    if status:
+        raise SystemExit(f"{fn.__name__} failed on {path}")
+    res = pickle.loads(out.read_bytes())
+    out.unlink()
+    return seconds, res, usage.ru_maxrss / 1024
+
+
+def timed(fn, path: Path, runs: int) -> tuple[float, set, list[float], float]:
+    times, rss, res = [], [], set()
     for _ in range(runs):
-        t0 = time.perf_counter()
-        res = fn(path)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), res, times
+        t, res, r = in_child(fn, path)
+        times.append(t)
+        rss.append(r)
+    return statistics.median(times), res, times, statistics.median(rss)
+
+
+def _scores(found: set, truth: set) -> tuple[float, float]:
+    """(precision, recall) of ``found`` against ``truth``."""
+    tp = len(found & truth)
+    return tp / len(found) if found else 1.0, tp / len(truth) if truth else 1.0
 
 
 def main() -> None:
@@ -107,15 +147,9 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma-separated tools to leave out: datasketch, sss")
+    ap.add_argument("--corpus", help="a real corpus: JSON Lines with url and (extracted) text")
     a = ap.parse_args()
-    path = build_dedup_jsonl(a.docs)
-    texts = [json.loads(line)["text"] for line in open(path, encoding="utf-8")]
-    mb = sum(len(t.encode()) for t in texts) / 1e6
-    t0 = time.perf_counter()
-    truth = {(i, j) for i, j, _ in exact.all_pairs(exact.shingle_sets(texts), THRESHOLD)}
-    t_truth = time.perf_counter() - t0
-    print(f"{len(texts)} documents, {mb:.1f} MB; {len(truth)} pairs with word-5-shingle Jaccard >= {THRESHOLD} "
-          f"(exact all-pairs, {t_truth:.1f} s); medians of {a.runs} runs\n")
+    path = Path(a.corpus) if a.corpus else build_dedup_jsonl(a.docs)
     tools = [("neardup ingest (end to end)", run_neardup)]
     skip = set(a.skip.split(","))
     if "datasketch" not in skip:
@@ -124,15 +158,23 @@ def main() -> None:
         tools.append(("SetSimilaritySearch all_pairs (exact)", run_sss))
     rows = []
     for name, fn in tools:
-        t, found, all_t = timed(fn, path, a.runs)
-        tp = len(found & truth)
-        rows.append((name, t, len(found), tp / len(found) if found else 1.0, tp / len(truth) if truth else 1.0, all_t))
+        t, found, all_t, rss = timed(fn, path, a.runs)
+        rows.append((name, t, found, all_t, rss))
+    # the reference last: the tools' children fork from a process holding no corpus yet
+    texts = [json.loads(line)["text"] for line in open(path, encoding="utf-8")]
+    mb = sum(len(t.encode()) for t in texts) / 1e6
+    t0 = time.perf_counter()
+    truth = {(i, j) for i, j, _ in exact.all_pairs(exact.shingle_sets(texts), THRESHOLD)}
+    t_truth = time.perf_counter() - t0
+    print(f"{len(texts)} documents, {mb:.1f} MB; {len(truth)} pairs with word-5-shingle Jaccard >= {THRESHOLD} "
+          f"(exact all-pairs, {t_truth:.1f} s); medians of {a.runs} runs\n")
+    rows = [(name, t, len(found), *_scores(found, truth), all_t, rss) for name, t, found, all_t, rss in rows]
     base = rows[0][1]
-    print("| tool | seconds (median) | pairs | precision | recall | time / neardup's |")
-    print("|---|---|---|---|---|---|")
-    for name, t, n, p, r, _ in rows:
-        print(f"| {name} | {t:.2f} | {n} | {p:.4f} | {r:.4f} | {t / base:.1f}x |")
-    print("\nall times (s): " + "; ".join(f"{name}: " + ", ".join(f"{x:.2f}" for x in ts) for name, *_, ts in rows))
+    print("| tool | seconds (median) | peak RSS MB (median) | pairs | precision | recall | time / neardup's |")
+    print("|---|---|---|---|---|---|---|")
+    for name, t, n, p, r, _, rss in rows:
+        print(f"| {name} | {t:.2f} | {rss:.0f} | {n} | {p:.4f} | {r:.4f} | {t / base:.1f}x |")
+    print("\nall times (s): " + "; ".join(f"{name}: " + ", ".join(f"{x:.2f}" for x in ts) for name, *_, ts, _ in rows))
 
 
 if __name__ == "__main__":

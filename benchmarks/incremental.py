@@ -39,13 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import build_dedup_jsonl  # noqa: E402
 
 RUN = """
-import json, resource, sys
+import json, sys
 from neardup import Index, Settings
 from neardup.ingest import ingest
 from neardup.readers import ReadOptions
 s = Settings(clusters=()) if sys.argv[3] == "pairs" else Settings()
 r = ingest(Index(sys.argv[2]), sys.argv[1], ReadOptions(html=sys.argv[4] == "html"), create_with=s)
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process's own peak (ru_maxrss would carry the forking parent's over exec)
+rss = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
 print(json.dumps({"seconds": r.seconds, "pairs": r.pairs, "timings": r.timings, "rss_mb": rss}))
 """
 
