@@ -37,6 +37,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .pairs import _decode, _encode  # the pair encoder of the candidate generators
+
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
 #: sketch values some batch held in at least FREQUENT of its documents -> that batch's first doc id
@@ -47,14 +49,6 @@ FREQUENT = 32
 PAIR_BUDGET = 4_000_000
 
 OldSketches = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def _encode(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
-
-
-def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
 def _within(rep: np.ndarray) -> np.ndarray:
