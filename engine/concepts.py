@@ -60,10 +60,6 @@ class _OutOfBudget(Exception):
     pass
 
 
-def _popcount(x: int) -> int:
-    return x.bit_count()
-
-
 def masks(sq: np.ndarray, others: Iterable[np.ndarray]) -> list[int]:
     """For each other sketch, the bit mask of the positions of ``sq`` it holds (bit i: ``sq[i]``)."""
     others = [np.asarray(o) for o in others]
@@ -140,20 +136,20 @@ def _dfs(m: int, chosen: list, cand: list, excl: list, k: int, found: list, left
         if e & m == m:
             return
     if not cand:
-        if all(_popcount(m & e) < k for e, _ in excl):
+        if all((m & e).bit_count() < k for e, _ in excl):
             found.append((m, chosen))
         return
     together = m
     for o, _ in cand:
         together &= o
-    if _popcount(together) >= k:  # all remaining candidates fit: the one maximal set below
-        if all(_popcount(together & e) < k for e, _ in excl):
+    if together.bit_count() >= k:  # all remaining candidates fit: the one maximal set below
+        if all((together & e).bit_count() < k for e, _ in excl):
             found.append((together, chosen + cand))
         return
     for i, obj in enumerate(cand):
         m2 = m & obj[0]
-        below = [o for o in cand[i + 1 :] if _popcount(m2 & o[0]) >= k]
-        out = [o for o in excl + cand[:i] if _popcount(m2 & o[0]) >= k]
+        below = [o for o in cand[i + 1 :] if (m2 & o[0]).bit_count() >= k]
+        out = [o for o in excl + cand[:i] if (m2 & o[0]).bit_count() >= k]
         _dfs(m2, chosen + [obj], below, out, k, found, left)
 
 
