@@ -408,6 +408,43 @@ def pair_jaccard(data, offs, ra, rb):
 
 
 @njit(cache=True, nogil=True)
+def pair_jaccard_at_least(data, offs, ra, rb, t):
+    """As ``pair_jaccard`` for the pairs whose Jaccard reaches ``t``; -1.0 for the others, whose
+    merge stops as soon as more values are unmatched than a Jaccard of ``t`` allows
+    (``|A n B| >= t (|A| + |B|) / (1 + t)``, so at most ``|A| - that`` of A's values unmatched)."""
+    out = np.empty(ra.size, np.float64)
+    for p in range(ra.size):
+        i, ie = offs[ra[p]], offs[ra[p] + 1]
+        j, je = offs[rb[p]], offs[rb[p] + 1]
+        na, nb = ie - i, je - j
+        need = np.ceil(t * (na + nb) / (1.0 + t) - 1e-6)  # a little below: never stops a pair at t
+        free_a, free_b = na - need, nb - need
+        inter, miss_a, miss_b = 0, 0, 0
+        while i < ie and j < je:
+            x, y = data[i], data[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                miss_a += 1
+                i += 1
+                if miss_a > free_a:
+                    break
+            else:
+                miss_b += 1
+                j += 1
+                if miss_b > free_b:
+                    break
+        if miss_a > free_a or miss_b > free_b:
+            out[p] = -1.0
+        else:
+            union = na + nb - inter
+            out[p] = inter / union if union > 0 else 0.0
+    return out
+
+
+@njit(cache=True, nogil=True)
 def pair_bottomk(data, offs, ra, rb, k):
     """Broder's estimate for each row pair of ascending bottom-k sketches: of the ``k``
     smallest values of the union, the share that lies in both sketches."""
@@ -437,4 +474,23 @@ def pair_overlap(data, offs, ra, rb):
     out = np.empty(ra.size, np.int64)
     for p in range(ra.size):
         out[p] = _common(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def pair_agreements(sig, ra, rb, need):
+    """For each row pair, whether the signature rows ``sig[ra[p]]`` and ``sig[rb[p]]`` agree on
+    at least ``need`` positions (the scan stops once too many disagree)."""
+    n_perm = sig.shape[1]
+    allowed = n_perm - need
+    out = np.zeros(ra.size, np.bool_)
+    for p in range(ra.size):
+        x, y = ra[p], rb[p]
+        miss = 0
+        for j in range(n_perm):
+            if sig[x, j] != sig[y, j]:
+                miss += 1
+                if miss > allowed:
+                    break
+        out[p] = miss <= allowed
     return out

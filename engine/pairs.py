@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import time
 
 import numpy as np
@@ -187,6 +188,10 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
             keys = band_keys(sig, bands, rows)
             ok = ~(sig == EMPTY).any(axis=1)
             out["lsh"] = (keys[ok].ravel(), np.repeat(ids[ok], bands).astype(np.uint64))
+            if "jaccard" in on:  # the low 32 bits of each min-hash, for the agreement filter
+                raw = (sig & np.uint64(0xFFFFFFFF)).astype(">u4").tobytes()
+                width = 4 * settings.minhash_perms
+                out[VALUES + SIGNATURE_VALUES] = (ids.astype(np.uint64), [raw[i : i + width] for i in range(0, len(raw), width)])
     if on & {"jaccard", "a11"}:  # the full sets, read back by later batches' verification
         t = con.sql("SELECT doc_id, hashes FROM fp_shingles WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
         out[VALUES + "shingles"] = (t.column("doc_id").to_numpy().astype(np.uint64), t.column("hashes").to_pylist())
@@ -306,8 +311,44 @@ def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str,
     return ids, [got[i] for i in ids.tolist()]
 
 
-def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0) -> np.ndarray:
-    """Exact Jaccard of the stored word-shingle sets of each pair."""
+#: value table of the min-hash signatures' low 32 bits (the agreement filter of ``jaccard``)
+SIGNATURE_VALUES = "minhash32"
+#: chance that the agreement filter drops a pair at the threshold (one-sided binomial tail)
+AGREEMENT_RISK = 1e-7
+
+
+@functools.cache
+def min_agreements(threshold: float, perms: int, risk: float = AGREEMENT_RISK) -> int:
+    """The most min-hash agreements ``m`` such that a pair of Jaccard ``threshold`` agrees on
+    fewer than ``m`` of ``perms`` positions with probability at most ``risk``
+    (``P[Binomial(perms, threshold) < m] <= risk``); pairs of higher Jaccard fall below it
+    even more rarely."""
+    tail, m = 0.0, 0
+    for x in range(perms + 1):
+        tail += math.comb(perms, x) * threshold**x * (1 - threshold) ** (perms - x)
+        if tail > risk:
+            break
+        m = x + 1
+    return m
+
+
+def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, postings=None, lo: int = 0) -> np.ndarray:
+    """Whether the min-hash signatures of each pair agree on at least ``need`` positions (low
+    32 bits compared: a chance agreement of two different values adds at most 2^-32 per position)."""
+    from . import kernels
+
+    if a.size == 0:
+        return np.zeros(0, bool)
+    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES)
+    sig = np.empty((len(vals), perms), np.uint32)
+    for i, v in enumerate(vals):
+        sig[i] = np.frombuffer(v, dtype=">u4") if isinstance(v, (bytes, bytearray)) else np.asarray(v, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    return kernels.pair_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
+
+
+def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None) -> np.ndarray:
+    """Exact Jaccard of the stored word-shingle sets of each pair; with ``at_least``, -1.0 for
+    the pairs below it (their merge stops early)."""
     from . import kernels
 
     if a.size == 0:
@@ -316,6 +357,8 @@ def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 
     offs = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
     data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
+    if at_least is not None:
+        return kernels.pair_jaccard_at_least(data, offs, _rows_of(ids, a), _rows_of(ids, b), float(at_least))
     return kernels.pair_jaccard(data, offs, _rows_of(ids, a), _rows_of(ids, b))
 
 
@@ -402,7 +445,10 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     for m in methods:
         if m == "jaccard":
             a, b = cand("lsh")
-            sim = shingle_jaccard(con, a, b, postings, lo)
+            # pairs whose signatures agree too rarely for the threshold are not verified
+            ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo)
+            a, b = a[ok], b[ok]
+            sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
             keep = sim >= t - 1e-12
         elif m == "minhash":
             a, b = cand("lsh")
@@ -438,7 +484,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
             keep = np.ones(a.size, dtype=bool)
         elif m == "a11":
             a, b = timed(_chain_pairs, con, keys.get("a11"), lo, postings, "a11", "a11")
-            sim = shingle_jaccard(con, a, b, postings, lo)
+            sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
             keep = sim >= t - 1e-12
         elif m == "a12":
             a, b, sim = timed(_a12_pairs, con, keys.get("a12_ss"), lo, postings)  # the chain query also applies the rules

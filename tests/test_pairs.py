@@ -286,3 +286,34 @@ def test_pair_settings_are_checked_against_the_fingerprints():
         Settings(methods=("shingles", "minhash"), pairs=("a11",))
     with pytest.raises(SettingsMismatch, match="unknown pair method"):
         Settings(pairs=("nope",))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sets(st.integers(0, 40), max_size=30), st.sets(st.integers(0, 40), max_size=30)), min_size=1, max_size=20),
+       st.sampled_from([0.3, 0.5, 0.8, 0.9, 1.0]))
+def test_jaccard_with_early_stop_equals_the_full_merge_at_and_above_the_threshold(pairs_, t):
+    from neardup import kernels
+
+    sets = [np.array(sorted(s), dtype=np.uint64) for p in pairs_ for s in p]
+    offs = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
+    data = np.concatenate(sets) if sets else np.zeros(0, np.uint64)
+    ra = np.arange(0, len(sets), 2, dtype=np.int64)
+    rb = ra + 1
+    full = kernels.pair_jaccard(data, offs, ra, rb)
+    early = kernels.pair_jaccard_at_least(data, offs, ra, rb, t)
+    above = full >= t - 1e-12
+    assert np.array_equal(early[above], full[above])
+    assert (early[~above] < t - 1e-12).all()
+
+
+def test_the_agreement_filter_drops_a_pair_at_the_threshold_with_at_most_its_risk():
+    from math import comb
+
+    from neardup.pairs import AGREEMENT_RISK, min_agreements
+
+    for t, n in [(0.8, 100), (0.9, 128), (0.5, 64), (1.0, 100)]:
+        m = min_agreements(t, n)
+        below = sum(comb(n, x) * t**x * (1 - t) ** (n - x) for x in range(m))
+        nxt = below + comb(n, m) * t**m * (1 - t) ** (n - m)
+        assert below <= AGREEMENT_RISK < nxt or m == n  # the largest such bound
+    assert min_agreements(0.8, 100) == 57
