@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .pairs import _decode, _encode  # the pair encoder of the candidate generators
+from .pairs import _decode, _encode, _within  # the pair encoder of the candidate generators
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
@@ -49,12 +49,6 @@ FREQUENT = 32
 PAIR_BUDGET = 4_000_000
 
 OldSketches = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def _within(rep: np.ndarray) -> np.ndarray:
-    """For runs of lengths ``rep`` laid end to end: each element's position in its run."""
-    total = int(rep.sum())
-    return np.arange(total) - np.repeat(np.cumsum(rep) - rep, rep)
 
 
 def sort_sketches(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -228,6 +228,11 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
 # -- candidate pairs from keys ------------------------------------------------
 
 
+def _within(rep: np.ndarray) -> np.ndarray:
+    """For runs of lengths ``rep`` laid end to end: each element's position in its run."""
+    return np.arange(int(rep.sum())) - np.repeat(np.cumsum(rep) - rep, rep)
+
+
 def _encode(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
 
@@ -250,26 +255,21 @@ def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,
     order = np.lexsort((docs, keys))
     k, d = keys[order], docs[order].astype(np.int64)
     codes = []
-    # within the batch: each element with each later element of its key group
-    same = k[1:] == k[:-1]
-    step = 1
-    while same.size and same.any():
-        i = np.flatnonzero(same)
-        codes.append(_encode(d[i], d[i + step]))
-        step += 1
-        same = same[:-1] & (k[step:] == k[: k.size - step])
-    # against older documents: every old id of a key with every new document holding it
+    # within the batch: each element with each later element of its key group (ids ascend in it)
     uk, first = np.unique(k, return_index=True)
+    size = np.diff(np.r_[first, k.size])
+    later = np.repeat(first + size, size) - np.arange(k.size) - 1
+    if later.any():
+        codes.append(_encode(np.repeat(d, later), d[np.repeat(np.arange(k.size) + 1, later) + _within(later)]))
+    # against older documents: every old id of a key with every new document holding it
     if postings is not None:
         which, old = postings.get_flat(table, uk)
         keep = old < np.uint64(lo)
         which, old = which[keep], old[keep].astype(np.int64)
         if old.size:
-            size = np.diff(np.r_[first, k.size])  # new documents per key
-            rep = size[which]
+            rep = size[which]  # new documents per key
             a = np.repeat(old, rep)
-            within = np.arange(a.size) - np.repeat(np.cumsum(rep) - rep, rep)
-            b = d[np.repeat(first[which], rep) + within]
+            b = d[np.repeat(first[which], rep) + _within(rep)]
             codes.append(_encode(a, b))
     if not codes:
         return none
