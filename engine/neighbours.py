@@ -53,17 +53,28 @@ OldSketches = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 def sort_sketches(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Documents in ascending id order, each sketch sorted ascending: ``(ids, flat, offsets)``."""
+    from . import kernels
+
     ids = np.asarray(ids, dtype=np.int64)
     lens = np.asarray(lens, dtype=np.int64)
-    flat = np.asarray(flat, dtype=np.uint64)
-    owner = np.repeat(np.arange(ids.size), lens)
-    rank = np.argsort(ids, kind="stable")
-    pos = np.empty(ids.size, np.int64)
-    pos[rank] = np.arange(ids.size)
-    order = np.lexsort((flat, pos[owner]))
+    flat = np.array(flat, dtype=np.uint64)  # a copy: sorted in place below
     offs = np.zeros(ids.size + 1, dtype=np.int64)
-    np.cumsum(lens[rank], out=offs[1:])
-    return ids[rank], flat[order], offs
+    np.cumsum(lens, out=offs[1:])
+    if ids.size > 1 and (np.diff(ids) < 0).any():
+        rank = np.argsort(ids, kind="stable")
+        flat = np.concatenate([flat[offs[r] : offs[r + 1]] for r in rank.tolist()])
+        ids, lens = ids[rank], lens[rank]
+        np.cumsum(lens, out=offs[1:])
+    kernels.sort_segments(flat, offs)
+    return ids, flat, offs
+
+
+def _group(values: np.ndarray):
+    """``kernels.value_slots`` with a table about 1.5 times the values."""
+    from . import kernels
+
+    bits = max(4, int(np.ceil(np.log2(max(values.size, 1) * 1.5))))
+    return kernels.value_slots(values, bits)
 
 
 def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -73,8 +84,8 @@ def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> 
     ok = np.repeat(lens >= k, lens)
     docs = np.repeat(np.asarray(ids, dtype=np.uint64), lens)[ok]
     vals = np.asarray(flat, dtype=np.uint64)[ok]
-    u, cnt = np.unique(vals, return_counts=True)
-    freq = u[cnt >= FREQUENT]
+    _, keys, counts, used = _group(vals)
+    freq = np.sort(keys[used & (counts >= FREQUENT)])
     first = np.full(freq.size, docs.min() if docs.size else 0, dtype=np.uint64)
     return {VALUES_TABLE: (vals, docs), FREQUENT_TABLE: (freq, first)}
 
@@ -106,33 +117,42 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         lo = int(ids.min())
     n = ids.size
     owner = np.repeat(np.arange(n), lens)  # row -> new document (its index in ids)
-    u, inv, cnt = np.unique(data, return_inverse=True, return_counts=True)
-    frequent = cnt >= FREQUENT
+    slot, keys, counts, used = _group(data)  # equal values share a slot
+    frequent = counts >= FREQUENT
     if postings is not None:
-        hint = postings.keys(FREQUENT_TABLE)
-        if hint.size:
-            frequent |= np.isin(u, hint)
-    # each document's rarest n - k + 1 values: not frequent first, then fewest holders in the batch
-    order = np.lexsort((data, cnt[inv], frequent[inv], owner))
-    pos = np.arange(data.size) - offs[owner[order]]
-    take = order[pos < (lens - k + 1)[owner[order]]]
-    p_doc, p_val = owner[take], inv[take]  # (new document, value index), grouped by document
+        hint = kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))
+        frequent[hint[hint >= 0]] = True
+    # each document's rarest n - k + 1 values: not frequent first, then fewest holders in the
+    # batch, then the smaller value (the sketch is sorted and the selection stable)
+    rank = (frequent[slot].astype(np.int64) << 40) | np.minimum(counts[slot], (1 << 40) - 1)
+    take = kernels.smallest_per_segment(rank, offs, lens - k + 1)
+    p_doc = owner[take]  # grouped by document
+    # the looked-up values, numbered densely
+    wanted = np.zeros(keys.size, dtype=bool)
+    wanted[slot[take]] = True
+    wslots = np.flatnonzero(wanted)
+    u = keys[wslots]
+    cnt = counts[wslots]
+    p_val = np.searchsorted(wslots, slot[take])
 
-    # who holds each value: the batch's documents (rows grouped by value), older ones from postings
-    by_val = np.argsort(inv, kind="stable")
+    # who holds each looked-up value: the batch's documents (rows grouped by value), older ones from postings
+    rows = np.flatnonzero(wanted[slot])
+    dense_rows = np.searchsorted(wslots, slot[rows])
+    del rank, wanted, keys, used, frequent, counts
+    by_val = rows[np.argsort(dense_rows, kind="stable")]
     b_holder = owner[by_val]
     b_start = np.zeros(u.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=b_start[1:])
+    del slot, rows, dense_rows, by_val
     o_cnt = np.zeros(u.size, dtype=np.int64)
     o_start = np.zeros(u.size + 1, dtype=np.int64)
     o_ids = np.zeros(0, np.int64)
     if postings is not None:
-        want = np.unique(p_val)
-        which, old = postings.get_flat(VALUES_TABLE, u[want])
+        which, old = postings.get_flat(VALUES_TABLE, u)
         keep = old < np.uint64(lo)
         which, old = which[keep], old[keep].astype(np.int64)
-        o_ids = old  # grouped by key, in the order of ``want``
-        np.add.at(o_cnt, want[which], 1)
+        o_ids = old  # grouped by key, in the order of ``u``
+        o_cnt = np.bincount(which, minlength=u.size).astype(np.int64)
         o_start[1:] = np.cumsum(o_cnt)
 
     # slices of whole anchors, each emitting at most ``budget`` rows (an anchor alone may exceed it)
