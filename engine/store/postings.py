@@ -310,33 +310,37 @@ class LmdbPostings(Postings):
     def apply_batch(self, batch_id, postings):
         if batch_id <= self.applied_batch():
             return
-        grouped = {t: _sorted_pairs(k, i) for t, (k, i) in postings.items() if not t.startswith(VALUES)}
+        lists = {t: v for t, v in postings.items() if not t.startswith(VALUES)}
         values = {t: v for t, v in postings.items() if t.startswith(VALUES)}
         last = self._max_id()
-        for table, (k, d) in grouped.items():
+        for table, (k, d) in lists.items():
+            d = np.asarray(d, dtype=np.uint64)
             if d.size and int(d.min()) <= last:
                 i = int(np.argmin(d))
-                raise ValueError(f"posting {table}/{int(k[i])}: doc id {int(d[i])} does not follow {last}")
+                raise ValueError(f"posting {table}/{int(np.asarray(k)[i])}: doc id {int(d[i])} does not follow {last}")
         while True:
             try:
-                self._write(batch_id, grouped, values, last)
+                self._write(batch_id, lists, values, last)
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
-    def _write(self, batch_id: int, grouped: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int) -> None:
+    def _write(self, batch_id: int, lists: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
         dbs = {t: self._db(t, create=True) for t in values}
-        dbs.update({t: self._db(t, create=True, recent=True) for t in grouped})
-        mains = {t: self._db(t, create=True) for t in grouped}
+        dbs.update({t: self._db(t, create=True, recent=True) for t in lists})
+        mains = {t: self._db(t, create=True) for t in lists}
+        top = 0
         with self.env.begin(write=True) as txn:
             for table, (ids, vals) in values.items():
                 order = np.argsort(np.asarray(ids, dtype=np.uint64), kind="stable")
                 kb = np.asarray(ids, dtype=np.uint64)[order].astype(_KEY_DTYPE).tobytes()
                 txn.cursor(db=dbs[table]).putmulti(((kb[8 * j : 8 * j + 8], vals[i]) for j, i in enumerate(order.tolist())))
-            for table, (k, d) in grouped.items():
+            for table, raw in lists.items():
+                k, d = _sorted_pairs(*raw)  # one table at a time: memory is the largest table's
+                top = max(top, int(d.max()) if d.size else 0)
                 kb = k.astype(_KEY_DTYPE).tobytes()
                 vb = d.astype(_VAL_DTYPE).tobytes()
                 n_recent, n_main = txn.stat(dbs[table])["entries"], txn.stat(mains[table])["entries"]
@@ -349,7 +353,7 @@ class LmdbPostings(Postings):
                     # fold the recent level into the main one (in key order), then empty it
                     txn.cursor(db=mains[table]).putmulti(txn.cursor(db=dbs[table]).iternext(), dupdata=True)
                     txn.drop(dbs[table], delete=False)
-            top = max((int(d.max()) for _, d in grouped.values() if d.size), default=0)
+                del k, d, kb, vb
             if top:
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
