@@ -6,11 +6,13 @@ neighbour pairs exactly, at a cost that follows the rare values of the
 sketches rather than the squares of the lists of common ones.
 
 **The filter.** Let ``n = |S(q)|``. A neighbour ``e`` misses at most
-``n - k`` of q's values, so any ``n - k + 1`` values of ``S(q)``, call them
-``P(q)``, contain at least one value of ``S(e)``. This holds for *any* choice
+``n - k`` of q's values, so any ``n - k + c`` values of ``S(q)``, call them
+``P(q)``, contain at least c values of ``S(e)``. This holds for *any* choice
 of ``P(q)``; the choice only steers the cost. So every document's full
-sketch is posted (LMDB table ``concept_values``), and each new document
-looks up only its ``n - k + 1`` **rarest** values: on a real site whose pages
+sketch is posted (LMDB table ``concept_values``), each new document looks
+up only its ``n - k + c`` **rarest** values (c = ``SHARED`` = 4, at most k),
+and only the documents holding c of them are candidates (a page that shares
+one paragraph with q holds one or two, and its sketch is never read): on a real site whose pages
 share navigation and footers, those are the values of the page's own body,
 whose lists are short, while the frame's values, held by thousands of pages,
 are looked up only by pages that are nearly all frame (and whose true
@@ -45,6 +47,8 @@ VALUES_TABLE = "concept_values"
 FREQUENT_TABLE = "concept_frequent"
 #: a value held by this many documents of one batch counts as frequent (frame, boilerplate)
 FREQUENT = 32
+#: a document looks up n - k + SHARED values and a candidate must hold SHARED of them (at most k)
+SHARED = 4
 #: (anchor, partner) rows materialised at once
 PAIR_BUDGET = 4_000_000
 
@@ -122,10 +126,11 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     if postings is not None:
         hint = kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))
         frequent[hint[hint >= 0]] = True
-    # each document's rarest n - k + 1 values: not frequent first, then fewest holders in the
+    # each document's rarest n - k + c values: not frequent first, then fewest holders in the
     # batch, then the smaller value (the sketch is sorted and the selection stable)
+    c = shared_needed(k)
     rank = (frequent[slot].astype(np.int64) << 40) | np.minimum(counts[slot], (1 << 40) - 1)
-    take = kernels.smallest_per_segment(rank, offs, lens - k + 1)
+    take = kernels.smallest_per_segment(rank, offs, lens - k + c)
     p_doc = owner[take]  # grouped by document
     # the looked-up values, numbered densely
     wanted = np.zeros(keys.size, dtype=bool)
@@ -175,9 +180,9 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         a = np.repeat(qd, rep)
         b = b_holder[np.repeat(b_start[qv], rep) + _within(rep)]
         smaller = b < a  # the pair is kept by its larger member only
-        nn = np.unique(_encode(b[smaller], a[smaller]))
+        nn = _at_least(_encode(b[smaller], a[smaller]), c)
         rep = o_cnt[qv]
-        on = np.unique(_encode(o_ids[np.repeat(o_start[qv], rep) + _within(rep)], np.repeat(qd, rep)))
+        on = _at_least(_encode(o_ids[np.repeat(o_start[qv], rep) + _within(rep)], np.repeat(qd, rep)), c)
         if nn.size == 0 and on.size == 0:
             continue
         nx, ny = _decode(nn)
@@ -203,6 +208,17 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
     order = np.lexsort((b, a))
     return a[order], b[order], c[order]
+
+
+def shared_needed(k: int) -> int:
+    """How many of its looked-up values a candidate must hold: c = min(SHARED, k)."""
+    return min(SHARED, k)
+
+
+def _at_least(codes: np.ndarray, c: int) -> np.ndarray:
+    """The distinct pair codes that occur at least ``c`` times."""
+    u, n = np.unique(codes, return_counts=True)
+    return u[n >= c]
 
 
 def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:
