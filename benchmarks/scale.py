@@ -1,0 +1,525 @@
+"""Scale benchmark: a >= 1,000,000-document, >= 3 GB web-crawl-like corpus of real text, ingested in batches.
+
+build: a deterministic corpus (fixed seed) with the features of real crawls,
+made only of real text: the README/changelog/copyright/NEWS/*.txt/*.md/*.html
+files under /usr/share/doc (gzipped ones unpacked, HTML split into its <p>/<li>/...
+blocks), optionally plus the pages of WARC files (``--warc``), split into
+paragraphs, deduplicated.
+
+* sites (``--sites``, default 700) of lognormal sizes (a few with tens of
+  thousands of pages, most with hundreds to a few thousand), each with its own
+  frame shared by all its pages: a header (a real title and sentence), 20-80
+  navigation links (real short phrases: headings, short lines), a footer of
+  1-4 real paragraphs and a real copyright line. The frame is 30-70% of a
+  page's words (site mean drawn in [0.33, 0.67], per page +- 0.05 noise);
+* page bodies: 2-30 real paragraphs drawn at random from the pool (the last
+  one cut to size), so different pages have unrelated bodies;
+* near-duplicates: 10% recrawls (the same url again in a later part, body
+  edited: 1-5 words changed/inserted/deleted, and/or a paragraph added or
+  dropped), 3% copies (an original's body under a new url, half under the
+  same site frame = exact copies of the whole text, half under another site's
+  frame of compatible size); the rest are unique pages;
+* crawl order: 10 parts of equal size, each site's pages spread over all of
+  them, recrawls always in a later part than their original.
+
+Output (OUT): ``parts/part-00.jsonl.zst`` .. ``part-09.jsonl.zst`` (one JSON
+object per line: ``url``, ``text``), ``manifest.json`` (counts, text bytes,
+seed, frame share distribution, per-part figures, pool checksum) and
+``gold.csv`` (``url_a,url_b,kind``: ``recrawl`` rows have url_a == url_b,
+meaning version 1 vs 2; ``copy-same-frame`` (identical text),
+``copy-other-frame``). Parts sit in their own folder so that ingesting the
+folder reads the parts only.
+
+run: ingests the parts with neardup's default settings, one ``neardup ingest``
+process per batch (``--batches 10``: one part per batch; ``--batches 1``: the
+parts folder as one batch), measuring per batch the wall time, MB/s of text,
+the process's peak RSS (``os.wait4``), the index size on disk, and (by
+``neardup sql``) documents, duplicate pairs and clusters per method. Writes
+RESULTS/scale-<batches>.csv and a plot (time and peak RSS per batch).
+
+    python benchmarks/scale.py build                       # 1,000,000 docs -> benchmarks/data/scale (3.87 GB of text, 1.07 GB zstd; ~2.5 min)
+    python benchmarks/scale.py run --corpus benchmarks/data/scale --index /tmp/scale-idx --batches 10
+    python benchmarks/scale.py run --corpus benchmarks/data/scale --index /tmp/scale-idx1 --batches 1
+    # small trial
+    python benchmarks/scale.py build --docs 20000 --out /tmp/scale-small
+    python benchmarks/scale.py run --corpus /tmp/scale-small --index /tmp/scale-small-idx --batches 10 --results /tmp/scale-small-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zstandard
+from selectolax.lexbor import LexborHTMLParser
+
+HERE = Path(__file__).resolve().parent
+WORD = re.compile(r"[^\W_]+")  # about neardup's word: a run of letters and digits
+NOT_LETTER = re.compile(r"[\W\d_]+")
+WS = re.compile(r"\s+")
+BLANK = re.compile(r"\n[ \t]*\n")
+TITLE = re.compile(r"[A-Z][A-Za-z]+(?: [A-Za-z][A-Za-z'-]*){1,4}")
+DOC_NAMES = ("readme", "changelog", "copyright", "news", "authors", "todo", "faq", "thanks", "history", "changes")
+TLDS = ("org", "com", "net", "io", "dev", "info", "de", "fr", "co.uk", "eu")
+PARTS, MAX_PARAS = 10, 30
+EDGES = np.round(np.arange(0, 1.0001, 0.05), 2)  # frame share histogram
+
+
+# ---------------------------------------------------------------- the real-text pool
+@dataclass
+class Pool:
+    paras: list[str]
+    words: np.ndarray  # words (WORD) per paragraph
+    titles: list[str]
+    copyrights: list[str]
+    files: int
+    sha256: str
+
+
+def _add_text(text: str, paras: set, titles: set, copyrights: set) -> None:
+    for block in BLANK.split(text):
+        for line in block.splitlines():
+            s = line.strip(" \t#*=-:")
+            if s[:9].lower() == "copyright" and 4 <= s.count(" ") + 1 <= 20:
+                copyrights.add(WS.sub(" ", s))
+            elif len(s) < 50 and TITLE.fullmatch(s):
+                titles.add(s)
+        _add_para(WS.sub(" ", block).strip(), paras)
+
+
+def _add_para(s: str, paras: set) -> None:
+    if 8 <= s.count(" ") + 1 <= 250 and len(NOT_LETTER.sub("", s)) >= 0.6 * len(s):
+        paras.add(s)
+
+
+def _add_html(html: str, paras: set, titles: set) -> None:
+    tree = LexborHTMLParser(html)
+    for n in tree.css("p, li, dd, blockquote, td"):
+        _add_para(WS.sub(" ", n.text(separator=" ")).strip(), paras)
+    for n in tree.css("h1, h2, h3, h4, dt, title"):
+        s = WS.sub(" ", n.text(separator=" ")).strip()
+        if len(s) < 50 and TITLE.fullmatch(s):
+            titles.add(s)
+
+
+def load_pool(warcs: list[str]) -> Pool:
+    paras: set[str] = set()
+    titles: set[str] = set()
+    copyrights: set[str] = set()
+    files = 0
+    for p in sorted(Path("/usr/share/doc").rglob("*")):
+        name = p.name.lower()
+        base = name[:-3] if name.endswith(".gz") else name
+        if not p.is_file() or not (base.startswith(DOC_NAMES) or base.endswith((".txt", ".md", ".rst", ".html", ".htm"))):
+            continue
+        try:
+            data = gzip.open(p).read() if name.endswith(".gz") else p.read_bytes()
+        except (OSError, EOFError):
+            continue
+        files += 1
+        text = data.decode("utf-8", "replace")
+        if base.endswith((".html", ".htm")):
+            _add_html(text, paras, titles)
+        else:
+            _add_text(text, paras, titles, copyrights)
+    for w in warcs:
+        from warcio.archiveiterator import ArchiveIterator
+
+        with open(w, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type == "response" and "html" in (rec.http_headers.get_header("Content-Type") or ""):
+                    files += 1
+                    _add_html(rec.content_stream().read().decode("utf-8", "replace"), paras, titles)
+    plist = sorted(paras)
+    sha = hashlib.sha256("\n".join(plist).encode()).hexdigest()
+    words = np.array([len(WORD.findall(s)) for s in plist], dtype=np.int32)
+    return Pool(plist, words, sorted(titles), sorted(copyrights), files, sha)
+
+
+# ---------------------------------------------------------------- sites and the crawl plan
+@dataclass
+class Site:
+    host: str
+    top: str  # frame text before the body
+    bottom: str  # frame text after it
+    words: int  # frame words
+    sections: list[str]
+
+
+def make_site(i: int, pool: Pool, rng: np.random.Generator, short: np.ndarray) -> Site:
+    pick = lambda seq, k=1: [seq[j] for j in rng.choice(len(seq), k, replace=False)]  # noqa: E731
+    name = pick(pool.titles)[0]
+    slug = "-".join(re.sub(r"[^a-z0-9]", "", w) for w in name.lower().split()[:2])
+    host = f"www.{slug}{i}.{TLDS[i % len(TLDS)]}"
+    nav = pick(pool.titles, int(rng.integers(20, 81)))
+    header = f"{name}\n{pool.paras[short[rng.integers(len(short))]]}"
+    footer = "\n".join(pick(pool.paras, int(rng.integers(1, 5))) + pick(pool.copyrights))
+    layout = int(rng.integers(3))  # nav above the body, below it, or split
+    cut = {0: len(nav), 1: 0, 2: len(nav) // 2}[layout]
+    top = "\n".join([header, *nav[:cut]])
+    bottom = "\n".join([*nav[cut:], footer])
+    sections = [re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-") for t in nav[:8]]
+    return Site(host, top, bottom, len(WORD.findall(top)) + len(WORD.findall(bottom)), sections)
+
+
+def split_even(total: int, n: int) -> np.ndarray:
+    return np.array([total // n + (k < total % n) for k in range(n)])
+
+
+def plan_bodies(site_of: np.ndarray, frame_words: np.ndarray, center: np.ndarray, pw: np.ndarray, rng: np.random.Generator):
+    """Paragraph ids of each original's body, sized so that the frame is its target share of the page."""
+    n = len(site_of)
+    share = np.clip(center[site_of] + rng.normal(0, 0.05, n), 0.31, 0.69)  # margin for whole-paragraph steps and edits
+    target = frame_words[site_of] * (1 - share) / share
+    counts, keeps, ids = np.empty(n, np.int32), np.empty(n, np.int32), []
+    for lo in range(0, n, 100_000):
+        hi = min(n, lo + 100_000)
+        idx = rng.integers(0, len(pw), (hi - lo, MAX_PARAS), dtype=np.int32)
+        rows = np.arange(hi - lo)
+        long = pw[idx[:, 0]] > target[lo:hi] - 5  # a first paragraph longer than the body: the shortest draw first instead
+        idx[long, 0] = idx[long, pw[idx[long]].argmin(1)]
+        cw = pw[idx].cumsum(1)
+        k = np.clip((cw < target[lo:hi, None]).sum(1) + 1, 2, MAX_PARAS)
+        before = cw[rows, k - 2]
+        # words kept of the last paragraph (-1: all of it, when 30 paragraphs are not enough)
+        keep = np.where((k == MAX_PARAS) & (cw[:, -1] < target[lo:hi]), -1, np.maximum(target[lo:hi] - before, 5)).astype(np.int32)
+        counts[lo:hi], keeps[lo:hi] = k, keep
+        ids.extend(idx[r, : k[r]] for r in rows)
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    return np.concatenate(ids), ptr, keeps
+
+
+def body_of(o: int, pool: Pool, flat: np.ndarray, ptr: np.ndarray, keeps: np.ndarray) -> tuple[list[str], int]:
+    ids = flat[ptr[o] : ptr[o + 1]]
+    paras = [pool.paras[j] for j in ids]
+    words = int(pool.words[ids[:-1]].sum())
+    if keeps[o] >= 0:
+        ends = [m.end() for m in WORD.finditer(paras[-1])]
+        keep = min(int(keeps[o]), len(ends))
+        paras[-1] = paras[-1][: ends[keep - 1]]
+        words += keep
+    else:
+        words += int(pool.words[ids[-1]])
+    return paras, words
+
+
+def recrawl_edit(paras: list[str], body_words: int, frame_words: int, pool: Pool, rnd: random.Random) -> list[str]:
+    """A later crawl of the page: a paragraph added or dropped and/or 1-5 words changed, inserted or deleted."""
+    # an added/dropped paragraph is at most a fifth of the body and keeps the frame share in [0.3, 0.7]
+    original, paras, small = paras, list(paras), body_words // 5
+    r = rnd.random()
+    if r < 0.25 and len(paras) < MAX_PARAS:
+        most = min(small, frame_words * 7 // 3 - body_words - 5)
+        add = next((j for j in (rnd.randrange(len(pool.paras)) for _ in range(20)) if pool.words[j] <= most), None)
+        if add is not None:
+            paras.insert(rnd.randrange(len(paras) + 1), pool.paras[add])
+    elif r < 0.4 and len(paras) > 2:
+        most = min(small, body_words - frame_words * 3 // 7 - 5)
+        drop = [i for i, p in enumerate(paras) if len(WORD.findall(p)) <= most]
+        if drop:
+            del paras[rnd.choice(drop)]
+    n_ops = rnd.randint(1, 5) if r >= 0.4 else rnd.randint(0, 2)
+    while n_ops > 0 or paras == original:  # never the same text again
+        n_ops -= 1
+        i = rnd.randrange(len(paras))
+        words = paras[i].split(" ")
+        plain = [j for j, w in enumerate(words) if WORD.fullmatch(w)]  # one word each: the share barely moves
+        donor: list[str] = []
+        while not donor:  # the new word: a word of a random paragraph
+            donor = [w for w in pool.paras[rnd.randrange(len(pool.paras))].split(" ") if WORD.fullmatch(w)]
+        new = rnd.choice(donor)
+        op = rnd.randrange(3 if body_words - 5 >= frame_words * 3 / 7 else 2) if len(plain) > 1 else 1
+        if op == 1:
+            words.insert(rnd.randrange(len(words) + 1), new)
+        elif op == 0:
+            words[rnd.choice(plain)] = new
+        else:
+            del words[rnd.choice(plain)]
+        paras[i] = " ".join(words)
+    return paras
+
+
+def build(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    (out / "parts").mkdir(parents=True, exist_ok=True)
+    pool = load_pool(args.warc)
+    print(f"pool: {len(pool.paras):,} paragraphs, {len(pool.titles):,} titles, {len(pool.copyrights):,} copyright lines "
+          f"from {pool.files:,} files ({time.perf_counter() - t0:.0f} s)", flush=True)
+    rng = np.random.default_rng(args.seed)
+    short = np.flatnonzero((pool.words >= 8) & (pool.words <= 25))
+    sites = [make_site(i, pool, rng, short) for i in range(args.sites)]
+    frame_words = np.array([s.words for s in sites])
+    center = rng.uniform(0.33, 0.67, args.sites)
+
+    n = args.docs
+    n_re, n_cp = round(n * args.recrawls), round(n * args.copies)
+    n_orig = n - n_re - n_cp
+    w = rng.lognormal(0, 1.3, args.sites)
+    sizes = np.maximum(1, np.floor(w / w.sum() * n_orig)).astype(np.int64)
+    sizes[np.argsort(-w)[: max(0, n_orig - sizes.sum())]] += 1  # hand out the remainder to the biggest sites
+    site_of = np.repeat(np.arange(args.sites), sizes)[:n_orig]
+    part_size = split_even(n, PARTS)
+    re_part = np.concatenate([[0], split_even(n_re, PARTS - 1)])
+    cp_part = split_even(n_cp, PARTS)
+    part_of = np.repeat(np.arange(PARTS), part_size - re_part - cp_part)
+    rng.shuffle(part_of)
+    flat, ptr, keeps = plan_bodies(site_of, frame_words, center, pool.words, rng)
+    last = pool.words[flat[ptr[1:] - 1]]  # body words of each original
+    est_words = np.add.reduceat(pool.words[flat].astype(np.int64), ptr[:-1]) - last + np.where(keeps >= 0, np.minimum(keeps, last), last)
+
+    url = lambda num, site: f"https://{sites[site].host}/{sites[site].sections[num % len(sites[site].sections)]}/page-{num}.html"  # noqa: E731
+    # docs: (part, kind, original, site, number); kind 0 original, 1 recrawl, 2 copy on same frame, 3 copy on another frame
+    docs = [np.stack([part_of, np.zeros(n_orig, np.int64), np.arange(n_orig), site_of, np.arange(n_orig)], 1)]
+    gold = []
+    used = np.zeros(n_orig, bool)
+    for q in range(1, PARTS):
+        src = rng.choice(np.flatnonzero((part_of < q) & ~used), re_part[q], replace=False)
+        used[src] = True
+        docs.append(np.stack([np.full(len(src), q), np.ones(len(src), np.int64), src, site_of[src], src], 1))
+        gold += [(url(o, site_of[o]), url(o, site_of[o]), "recrawl") for o in src]
+    num = n_orig
+    for q in range(PARTS):
+        cand = np.flatnonzero(part_of <= q)
+        src = rng.choice(cand, cp_part[q], replace=len(cand) < cp_part[q])
+        rows = []
+        for o in src:
+            site, kind = site_of[o], 2
+            if rng.random() < 0.5:  # another site whose frame keeps the share in [0.3, 0.7]
+                for t in rng.integers(0, args.sites, 32):
+                    if t != site and 0.3 <= frame_words[t] / (frame_words[t] + est_words[o]) <= 0.7:
+                        site, kind = t, 3
+                        break
+            rows.append((q, kind, o, site, num))
+            gold.append((url(o, site_of[o]), url(num, site), "copy-same-frame" if kind == 2 else "copy-other-frame"))
+            num += 1
+        docs.append(np.array(rows, np.int64).reshape(-1, 5))
+    docs = np.concatenate(docs)
+    docs = docs[rng.permutation(len(docs))]
+    docs = docs[np.argsort(docs[:, 0], kind="stable")]  # crawl order: by part, shuffled within it
+    print(f"plan: {len(docs):,} docs, {args.sites} sites ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    shares = np.empty(len(docs))
+    nparas = np.empty(len(docs), np.int32)
+    part_stats = []
+    cctx = zstandard.ZstdCompressor(level=args.level)
+    row = 0
+    for q in range(PARTS):
+        path = out / "parts" / f"part-{q:02d}.jsonl.zst"
+        n_bytes = n_docs = 0
+        with open(path, "wb") as fh, cctx.stream_writer(fh) as zw:
+            buf = []
+            for _, kind, o, site, number in docs[docs[:, 0] == q]:
+                paras, bw = body_of(o, pool, flat, ptr, keeps)
+                if kind == 1:
+                    paras = recrawl_edit(paras, bw, sites[site].words, pool, random.Random(args.seed * 1_000_003 + int(o)))
+                    bw = sum(len(WORD.findall(p)) for p in paras)
+                s = sites[site]
+                text = f"{s.top}\n\n" + "\n\n".join(paras) + f"\n\n{s.bottom}"
+                shares[row], nparas[row] = s.words / (s.words + bw), len(paras)
+                row += 1
+                n_bytes += len(text.encode())
+                n_docs += 1
+                buf.append(json.dumps({"url": url(number, site), "text": text}, ensure_ascii=False))
+                if len(buf) == 2000:
+                    zw.write(("\n".join(buf) + "\n").encode())
+                    buf = []
+            if buf:
+                zw.write(("\n".join(buf) + "\n").encode())
+        part_stats.append({"file": str(path.relative_to(out)), "docs": n_docs, "text_bytes": n_bytes, "file_bytes": path.stat().st_size})
+        print(f"  {path.name}: {n_docs:,} docs, {n_bytes / 1e6:,.1f} MB text, {path.stat().st_size / 1e6:,.1f} MB on disk "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    with open(out / "gold.csv", "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(["url_a", "url_b", "kind"])
+        wr.writerows(gold)
+    kinds = np.bincount(docs[:, 1], minlength=4)
+    manifest = {
+        "docs": int(len(docs)), "text_bytes": int(sum(p["text_bytes"] for p in part_stats)), "sites": args.sites,
+        "originals": int(kinds[0]), "recrawls": int(kinds[1]), "copies": int(kinds[2] + kinds[3]),
+        "copies_same_frame": int(kinds[2]), "copies_other_frame": int(kinds[3]), "seed": args.seed,
+        "site_pages": {"min": int(sizes.min()), "median": int(np.median(sizes)), "max": int(sizes.max()), "largest": sorted(sizes.tolist())[-5:]},
+        "frame_words": {"min": int(frame_words.min()), "median": int(np.median(frame_words)), "max": int(frame_words.max())},
+        "frame_share": {"min": float(shares.min()), "max": float(shares.max()), "mean": float(shares.mean()),
+                        "outside_0.3_0.7": int(((shares < 0.3) | (shares > 0.7)).sum()),
+                        "percentiles": {str(p): round(float(np.percentile(shares, p)), 3) for p in (1, 10, 25, 50, 75, 90, 99)},
+                        "histogram": {f"{b:.2f}": int(c) for b, c in zip(EDGES, np.histogram(shares, EDGES)[0]) if c}},
+        "body_paragraphs": {"min": int(nparas.min()), "median": float(np.median(nparas)), "max": int(nparas.max())},
+        "pool": {"files": pool.files, "paragraphs": len(pool.paras), "titles": len(pool.titles), "copyright_lines": len(pool.copyrights),
+                 "sha256": pool.sha256, "sources": ["/usr/share/doc", *args.warc]},
+        "zstd_level": args.level, "parts": part_stats, "build_seconds": round(time.perf_counter() - t0, 1),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"done: {manifest['docs']:,} docs, {manifest['text_bytes'] / 1e9:.2f} GB of text, frame share "
+          f"p1/p50/p99 {manifest['frame_share']['percentiles']['1']}/{manifest['frame_share']['percentiles']['50']}/"
+          f"{manifest['frame_share']['percentiles']['99']}, {manifest['build_seconds']} s -> {out}")
+
+
+# ---------------------------------------------------------------- ingest and measure
+def neardup_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "neardup"
+    return [str(exe)] if exe.exists() else [sys.executable, "-c", "from neardup.cli.app import main; main()"]
+
+
+def disk_usage(path: Path) -> int:
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+
+
+def counts(index: Path) -> dict[str, int]:
+    q = ("SELECT 'docs' AS k, count(*) AS n FROM documents UNION ALL SELECT 'rejects', count(*) FROM rejects "
+         "UNION ALL SELECT 'dups_' || method, count(*) FROM duplicates GROUP BY method "
+         "UNION ALL SELECT 'clusters_' || method, count(*) FROM clusters GROUP BY method")
+    r = subprocess.run([*neardup_cmd(), "sql", "--index", str(index), "--format", "json", q], capture_output=True, text=True, check=True)
+    return {d["k"]: int(d["n"]) for d in map(json.loads, r.stdout.splitlines()) if d}
+
+
+def run(args: argparse.Namespace) -> None:
+    corpus, index = Path(args.corpus), Path(args.index)
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    parts = manifest["parts"][: args.limit_parts]
+    if index.exists() and any(index.iterdir()):
+        if not args.overwrite or not (index / "catalog.duckdb").exists():
+            sys.exit(f"{index} is not empty (--overwrite deletes it first, if it is a neardup index)")
+        shutil.rmtree(index)
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    tmp = None
+    if args.batches == 1:
+        inputs = [str(corpus / "parts")]
+        if len(parts) < len(manifest["parts"]):  # a folder of links to the first N parts
+            tmp = Path(tempfile.mkdtemp(prefix="scale-parts-"))
+            for p in parts:
+                (tmp / Path(p["file"]).name).symlink_to((corpus / p["file"]).resolve())
+            inputs = [str(tmp)]
+        batch_parts = [parts]
+    else:
+        inputs = [str(corpus / p["file"]) for p in parts]
+        batch_parts = [[p] for p in parts]
+    log = open(results / f"scale-{args.batches}.log", "w")
+    rows = []
+    for b, (inp, ps) in enumerate(zip(inputs, batch_parts)):
+        mb = sum(p["text_bytes"] for p in ps) / 1e6
+        t = time.perf_counter()
+        proc = subprocess.Popen([*neardup_cmd(), "ingest", "--index", str(index), "--quiet", inp], stdout=log, stderr=log)
+        peaks = {"RssAnon": 0, "RssFile": 0}
+        watch = threading.Thread(target=_sample_rss, args=(proc.pid, peaks), daemon=True)
+        watch.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        watch.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t
+        if proc.returncode:
+            print(f"batch {b}: neardup ingest exited {proc.returncode}, see {log.name}", file=sys.stderr)
+        row = {"batch": b, "input": inp, "docs_in": sum(p["docs"] for p in ps), "text_mb": round(mb, 1), "wall_s": round(wall, 1),
+               "mb_per_s": round(mb / wall, 2), "docs_per_s": round(sum(p["docs"] for p in ps) / wall),
+               "peak_rss_mb": round(usage.ru_maxrss / 1024), "peak_anon_mb": peaks["RssAnon"] // 1024,
+               "peak_file_mb": peaks["RssFile"] // 1024, "user_s": round(usage.ru_utime, 1), "sys_s": round(usage.ru_stime, 1),
+               "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
+        rows.append(row)
+        print("  ".join(f"{k}={v}" for k, v in row.items() if k != "input"), flush=True)
+    log.close()
+    if tmp:
+        shutil.rmtree(tmp)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    out_csv = results / f"scale-{args.batches}.csv"
+    with open(out_csv, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, keys, restval=0)
+        wr.writeheader()
+        wr.writerows(rows)
+    print_table(rows, keys)
+    plot(rows, Path(args.plot or results / f"scale-{args.batches}.png"), f"{manifest['docs']:,} docs corpus, {args.batches} batch(es)")
+    print(f"-> {out_csv}")
+
+
+def _sample_rss(pid: int, peaks: dict) -> None:
+    """Peak anonymous and file-backed resident memory of a process, sampled every 50 ms until it
+    exits (the mapped LMDB pages a batch touches count as resident but are page cache)."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    key = line.split(":")[0]
+                    if key in peaks:
+                        peaks[key] = max(peaks[key], int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            return
+        time.sleep(0.05)
+
+
+def print_table(rows: list[dict], keys: list[str]) -> None:
+    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "exit")]
+    widths = [max(len(k), *(len(str(r.get(k, 0))) for r in rows)) for k in keys]
+    print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
+    for r in rows:
+        print("  ".join(str(r.get(k, 0)).rjust(w) for k, w in zip(keys, widths)))
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["batch"] for r in rows]
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    a1.bar(x, [r["wall_s"] for r in rows], color="tab:blue")
+    a1.set_ylabel("wall time (s)")
+    a1b = a1.twinx()
+    a1b.plot(x, [r["mb_per_s"] for r in rows], "o-", color="tab:orange")
+    a1b.set_ylabel("MB/s of text", color="tab:orange")
+    a2.bar(x, [r["peak_rss_mb"] for r in rows], color="tab:green")
+    a2.set_ylabel("peak RSS (MB)")
+    a2b = a2.twinx()
+    a2b.plot(x, [r["index_mb"] for r in rows], "s-", color="tab:red")
+    a2b.set_ylabel("index size (MB)", color="tab:red")
+    a2.set_xlabel("batch")
+    a2.set_xticks(x)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"-> {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="write the corpus")
+    b.add_argument("--docs", type=int, default=1_000_000)
+    b.add_argument("--out", default=str(HERE / "data" / "scale"))
+    b.add_argument("--sites", type=int, default=700)
+    b.add_argument("--recrawls", type=float, default=0.10, help="share of docs that are edited recrawls")
+    b.add_argument("--copies", type=float, default=0.03, help="share of docs that are copies of a body")
+    b.add_argument("--seed", type=int, default=20261123)
+    b.add_argument("--level", type=int, default=3, help="zstd level")
+    b.add_argument("--warc", action="append", default=[], help="also take paragraphs from this WARC (e.g. benchmarks/data/realsite/both.warc.gz)")
+    r = sub.add_parser("run", help="ingest the corpus and measure each batch")
+    r.add_argument("--corpus", default=str(HERE / "data" / "scale"))
+    r.add_argument("--index", required=True)
+    r.add_argument("--batches", type=int, choices=(1, 10), default=10)
+    r.add_argument("--limit-parts", type=int, default=None, help="only the first N parts")
+    r.add_argument("--results", default=str(HERE / "results"))
+    r.add_argument("--plot", default=None, help="PNG path (default RESULTS/scale-<batches>.png)")
+    r.add_argument("--overwrite", action="store_true", help="delete a non-empty --index first")
+    args = ap.parse_args()
+    build(args) if args.cmd == "build" else run(args)
+
+
+if __name__ == "__main__":
+    main()
