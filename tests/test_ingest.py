@@ -175,3 +175,30 @@ def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_p
     # the input again: every record is already there
     r3 = ingest(Index(sliced), src, batch_mb=0.2)
     assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
+
+
+def test_postings_of_an_older_release_are_re_derived_in_todays_layout(tmp_path):
+    """An index whose postings hold the concept prefix keys of an older release gets them
+    re-derived from the catalog the first time a writer opens it."""
+    import lmdb
+
+    from neardup.neighbours import VALUES_TABLE
+    from neardup.store.index import OLD_LAYOUT_TABLE
+    from neardup.store.postings import LmdbPostings
+
+    idx = Index(tmp_path / "idx")
+    ingest(idx, str(FIXTURES / "text" / "docs.jsonl"))
+    want = snapshot(idx.path)["postings"]
+    env = lmdb.open(str(idx.postings_path), max_dbs=64)
+    db = env.open_db(b"v2/" + OLD_LAYOUT_TABLE.encode(), dupsort=True, dupfixed=True)
+    with env.begin(write=True) as txn:
+        txn.put((7).to_bytes(8, "big"), (1).to_bytes(8, "big"), db=db)
+    env.close()
+    p = LmdbPostings(idx.postings_path, readonly=True)
+    assert OLD_LAYOUT_TABLE in p.tables()
+    p.close()
+    with idx.writer():
+        pass
+    got = snapshot(idx.path)["postings"]
+    assert OLD_LAYOUT_TABLE not in got and VALUES_TABLE in got
+    assert got == want
