@@ -243,7 +243,13 @@ class LmdbPostings(Postings):
                 continue
             with self.env.begin(db=db) as txn:
                 cur = txn.cursor()
-                rows = cur.getmulti(want, dupdata=True, dupfixed_bytes=8) if want is not None else [(bytes(k), bytes(v)) for k, v in cur]
+                if want is not None:  # one buffer of (key, id) records, no object per row
+                    rec = np.frombuffer(cur.getmulti(want, dupdata=True, dupfixed_bytes=8, keyfixed=True), dtype=_KEY_DTYPE)
+                    if rec.size:
+                        kk.append(rec[0::2].astype(np.uint64))
+                        vv.append(rec[1::2].astype(np.uint64))
+                    continue
+                rows = [(bytes(k), bytes(v)) for k, v in cur]
             if rows:
                 kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
                 vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
