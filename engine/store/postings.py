@@ -21,7 +21,9 @@ from it and re-applied after a crash (see ``neardup.store.index``).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -37,6 +39,25 @@ _RECENT_PREFIX = "v2r/"
 _VAL_PREFIX = "v2val/"
 #: table-name prefix of value tables in ``apply_batch``'s argument
 VALUES = "val:"
+#: keys looked up per read transaction; the mapped pages are released after each slice
+LOOKUP_SLICE = 16384
+_MADV_DONTNEED = 4
+
+
+def _libc_madvise():
+    """libc's ``madvise`` on Linux, else None (releasing mapped pages is then skipped)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_madvise = _libc_madvise()
 _KEY_DTYPE = np.dtype(">u8")  # big-endian keys and ids sort numerically in LMDB
 _VAL_DTYPE = np.dtype(">u8")
 
@@ -237,26 +258,33 @@ class LmdbPostings(Postings):
             kb = keys.astype(_KEY_DTYPE).tobytes()
             want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
         kk, vv = [], []
+        levels = 0  # levels that gave rows: each is in key order, two must be merged
         for recent in (False, True):
             db = self._db(table, recent=recent)
             if db is None:
                 continue
+            if want is not None:  # one buffer of (key, id) records per slice, no object per row
+                had = len(kk)
+                for s in range(0, len(want), LOOKUP_SLICE):
+                    with self.env.begin(db=db) as txn:
+                        buf = txn.cursor().getmulti(want[s : s + LOOKUP_SLICE], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+                        rec = np.frombuffer(buf, dtype=_KEY_DTYPE)
+                        if rec.size:
+                            kk.append(rec[0::2].astype(np.uint64))
+                            vv.append(rec[1::2].astype(np.uint64))
+                    self._release()
+                levels += len(kk) > had
+                continue
             with self.env.begin(db=db) as txn:
-                cur = txn.cursor()
-                if want is not None:  # one buffer of (key, id) records, no object per row
-                    rec = np.frombuffer(cur.getmulti(want, dupdata=True, dupfixed_bytes=8, keyfixed=True), dtype=_KEY_DTYPE)
-                    if rec.size:
-                        kk.append(rec[0::2].astype(np.uint64))
-                        vv.append(rec[1::2].astype(np.uint64))
-                    continue
-                rows = [(bytes(k), bytes(v)) for k, v in cur]
+                rows = [(bytes(k), bytes(v)) for k, v in txn.cursor()]
             if rows:
+                levels += 1
                 kk.append(np.frombuffer(b"".join(r[0] for r in rows), dtype=_KEY_DTYPE).astype(np.uint64))
                 vv.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=_VAL_DTYPE).astype(np.uint64))
         if not kk:
             return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
         k, v = np.concatenate(kk), np.concatenate(vv)
-        if len(kk) > 1 or keys is None:
+        if levels > 1 or keys is None:
             order = np.lexsort((v, k))
             k, v = k[order], v[order]
         return k, v
@@ -277,9 +305,29 @@ class LmdbPostings(Postings):
         if db is None or ids.size == 0:
             return {}
         kb = ids.astype(_KEY_DTYPE).tobytes()
-        with self.env.begin(db=db) as txn:
-            rows = txn.cursor().getmulti([kb[i : i + 8] for i in range(0, len(kb), 8)])
-        return {int.from_bytes(k, "big"): bytes(v) for k, v in rows}
+        want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
+        out = {}
+        for s in range(0, len(want), LOOKUP_SLICE):
+            with self.env.begin(db=db) as txn:
+                out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + LOOKUP_SLICE]))
+            self._release()
+        return out
+
+    def _release(self) -> None:
+        """Unmap the environment's pages from this process (they stay in the page cache): every
+        page a lookup reads is mapped, with its neighbours, and would otherwise count as this
+        process's resident memory until the end, however large the index."""
+        if _madvise is None:
+            return
+        target = str((self.path / "data.mdb").resolve())
+        try:
+            with open("/proc/self/maps") as fh:
+                spans = [line.split()[0] for line in fh if line.rstrip().endswith(target)]
+        except OSError:
+            return
+        for span in spans:
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            _madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED)
 
     def get_flat(self, table, keys):
         keys = np.asarray(keys, dtype=np.uint64)
@@ -360,6 +408,7 @@ class LmdbPostings(Postings):
                     txn.cursor(db=mains[table]).putmulti(txn.cursor(db=dbs[table]).iternext(), dupdata=True)
                     txn.drop(dbs[table], delete=False)
                 del k, d, kb, vb
+                self._release()  # the pages this table's B-tree walk mapped
             if top:
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
