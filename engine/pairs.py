@@ -241,45 +241,65 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
+class KeyGroups:
+    """A batch's candidate keys grouped once (equal keys adjacent, ids ascending within a key), so
+    the pairs of any range of its documents can be emitted without sorting the batch again."""
+
+    def __init__(self, keys: np.ndarray, docs: np.ndarray):
+        if docs.size and int(docs.max()) >= 1 << 32:
+            raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
+        order = np.lexsort((docs, keys))
+        self.k, self.d = keys[order], docs[order].astype(np.int64)
+        self.uk, self.first = np.unique(self.k, return_index=True)
+        size = np.diff(np.r_[self.first, self.k.size])
+        self.group = np.repeat(np.arange(self.uk.size), size)
+        self.pos = np.arange(self.k.size) - self.first[self.group]  # earlier holders in the batch
+
+    def pairs(self, lo: int, postings, table: str, first: int, last: int,
+              min_shared: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The distinct pairs ``(a, b)``, ``a < b``, with ``b`` among the new documents
+        ``first..last`` and ``a`` any earlier document (new, or older from ``postings[table]``),
+        sharing at least ``min_shared`` keys; how many each shares; the rows emitted."""
+        none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+        sel = np.flatnonzero((self.d >= first) & (self.d <= last))
+        if sel.size == 0:
+            return none
+        codes = []
+        # within the batch: each element with each earlier element of its key group
+        rep = self.pos[sel]
+        if rep.any():
+            codes.append(_encode(self.d[np.repeat(self.first[self.group[sel]], rep) + _within(rep)], np.repeat(self.d[sel], rep)))
+        # against older documents: every old id of a key with every document of the range holding it
+        if postings is not None:
+            g, g_at, g_cnt = np.unique(self.group[sel], return_index=True, return_counts=True)
+            which, old = postings.get_flat(table, self.uk[g])
+            keep = old < np.uint64(lo)
+            which, old = which[keep], old[keep].astype(np.int64)
+            if old.size:
+                rep = g_cnt[which]  # the range's documents per key (adjacent in sel: ids ascend in a group)
+                codes.append(_encode(np.repeat(old, rep), self.d[sel[np.repeat(g_at[which], rep) + _within(rep)]]))
+        if not codes:
+            return none
+        code = np.concatenate(codes)
+        rows = int(code.size)
+        code.sort()
+        starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+        shared = np.diff(np.r_[starts, code.size])
+        a, b = _decode(code[starts])
+        keep = (a != b) & (shared >= min_shared)
+        return a[keep], b[keep], shared[keep], rows
+
+
 def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,
               min_shared: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct pairs ``(a, b)``, ``a < b``, of documents sharing at least ``min_shared`` keys,
     at least one of them new, and how many keys each shares: ``keys``/``docs`` are the new
     documents' keys (ids >= ``lo``, a key at most once per document); older partners
     (ids < ``lo``) come from ``postings[table]``."""
-    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     if keys.size == 0:
-        return none
-    if int(docs.max()) >= 1 << 32:
-        raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
-    order = np.lexsort((docs, keys))
-    k, d = keys[order], docs[order].astype(np.int64)
-    codes = []
-    # within the batch: each element with each later element of its key group (ids ascend in it)
-    uk, first = np.unique(k, return_index=True)
-    size = np.diff(np.r_[first, k.size])
-    later = np.repeat(first + size, size) - np.arange(k.size) - 1
-    if later.any():
-        codes.append(_encode(np.repeat(d, later), d[np.repeat(np.arange(k.size) + 1, later) + _within(later)]))
-    # against older documents: every old id of a key with every new document holding it
-    if postings is not None:
-        which, old = postings.get_flat(table, uk)
-        keep = old < np.uint64(lo)
-        which, old = which[keep], old[keep].astype(np.int64)
-        if old.size:
-            rep = size[which]  # new documents per key
-            a = np.repeat(old, rep)
-            b = d[np.repeat(first[which], rep) + _within(rep)]
-            codes.append(_encode(a, b))
-    if not codes:
-        return none
-    code = np.concatenate(codes)
-    code.sort()
-    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
-    shared = np.diff(np.r_[starts, code.size])
-    a, b = _decode(code[starts])
-    keep = (a != b) & (shared >= min_shared)
-    return a[keep], b[keep], shared[keep]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a, b, shared, _ = KeyGroups(keys, docs).pairs(lo, postings, table, int(docs.min()), int(docs.max()), min_shared)
+    return a, b, shared
 
 
 # -- verification -------------------------------------------------------------
@@ -297,18 +317,46 @@ def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.searchsorted(ids_sorted, want)
 
 
-def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str) -> tuple[np.ndarray, list[bytes]]:
+#: bytes of older and batch documents' values (signatures, shingle sets, simhashes) kept while a batch
+#: is verified slice by slice, so partners shared by many slices are read once
+VALUE_CACHE_BYTES = 512 << 20
+
+
+class ValueCache:
+    """Values read for one batch, per value table, dropped whole when they outgrow ``VALUE_CACHE_BYTES``."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[int, bytes]] = {}
+        self.size = 0
+
+    def add(self, table: str, got: dict) -> None:
+        self.size += sum(len(v) if isinstance(v, (bytes, bytearray)) else 64 for v in got.values()) + 100 * len(got)
+        if self.size > VALUE_CACHE_BYTES:
+            self.tables.clear()
+            self.size = 0
+            return
+        self.tables.setdefault(table, {}).update(got)
+
+
+def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
+            cache: ValueCache | None = None) -> tuple[np.ndarray, list[bytes]]:
     """``(sorted ids, their values)``: older documents' from the postings' value table
-    (a lookup per document), the batch's own (and any missing) from the catalog."""
+    (a lookup per document), the batch's own (and any missing) from the catalog; those in
+    ``cache`` from there (and the rest are added to it)."""
     ids = np.unique(ids)
+    known = cache.tables.get(value_table, {}) if cache is not None else {}
+    todo = np.array([i for i in ids.tolist() if i not in known], dtype=np.int64) if known else ids
     got: dict[int, bytes] = {}
     if postings is not None:
-        got = postings.get_values(value_table, ids[ids < lo])
-    rest = np.array([i for i in ids.tolist() if i not in got], dtype=np.int64)
+        got = postings.get_values(value_table, todo[todo < lo])
+    rest = np.array([i for i in todo.tolist() if i not in got], dtype=np.int64)
     if rest.size:
         t = _fetch(con, fp_table, f"f.{column}", rest)
         got.update(zip(t.column("doc_id").to_pylist(), t.column(column).to_pylist()))
-    return ids, [got[i] for i in ids.tolist()]
+    out = [known[i] if i in known else got[i] for i in ids.tolist()]
+    if cache is not None:
+        cache.add(value_table, got)
+    return ids, out
 
 
 #: value table of the min-hash signatures' low 32 bits (the agreement filter of ``jaccard``)
@@ -332,28 +380,30 @@ def min_agreements(threshold: float, perms: int, risk: float = AGREEMENT_RISK) -
     return m
 
 
-def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, postings=None, lo: int = 0) -> np.ndarray:
+def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, postings=None, lo: int = 0,
+                 cache: ValueCache | None = None) -> np.ndarray:
     """Whether the min-hash signatures of each pair agree on at least ``need`` positions (low
     32 bits compared: a chance agreement of two different values adds at most 2^-32 per position)."""
     from . import kernels
 
     if a.size == 0:
         return np.zeros(0, bool)
-    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES)
-    sig = np.empty((len(vals), perms), np.uint32)
-    for i, v in enumerate(vals):
-        sig[i] = np.frombuffer(v, dtype=">u4") if isinstance(v, (bytes, bytearray)) else np.asarray(v, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES, cache)
+    low = np.uint64(0xFFFFFFFF)
+    blobs = [v if isinstance(v, (bytes, bytearray)) else (np.asarray(v, dtype=np.uint64) & low).astype(">u4").tobytes() for v in vals]
+    sig = np.frombuffer(b"".join(blobs), dtype=">u4").reshape(len(vals), perms).astype(np.uint32)
     return kernels.pair_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
 
 
-def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None) -> np.ndarray:
+def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
+                    cache: ValueCache | None = None) -> np.ndarray:
     """Exact Jaccard of the stored word-shingle sets of each pair; with ``at_least``, -1.0 for
     the pairs below it (their merge stops early)."""
     from . import kernels
 
     if a.size == 0:
         return np.zeros(0)
-    ids, blobs = _values(con, postings, lo, np.concatenate([a, b]), "fp_shingles", "hashes", "shingles")
+    ids, blobs = _values(con, postings, lo, np.concatenate([a, b]), "fp_shingles", "hashes", "shingles", cache)
     offs = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
     data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
@@ -387,8 +437,9 @@ def bottomk_similarity(con, a: np.ndarray, b: np.ndarray, settings: Settings) ->
     return kernels.pair_bottomk(flat, offs, _rows_of(ids, a), _rows_of(ids, b), k)
 
 
-def _simhash_distance(con, method: str, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0) -> np.ndarray:
-    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method)
+def _simhash_distance(con, method: str, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0,
+                      cache: ValueCache | None = None) -> np.ndarray:
+    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method, cache)
     v = np.array([x if isinstance(x, int) else int.from_bytes(x, "big") for x in vals], dtype=np.uint64)
     return np.bitwise_count(v[_rows_of(ids, a)] ^ v[_rows_of(ids, b)]).astype(np.int64)
 
@@ -404,21 +455,36 @@ def _shared_lists(con, table: str, column: str, a: np.ndarray, b: np.ndarray) ->
 # -- one batch ------------------------------------------------------------------
 
 
+#: candidate rows (key matches before deduplication) one slice of a batch's documents may emit; the
+#: slices' documents are chosen from the rows per document seen so far (bounds the memory of a batch)
+CANDIDATE_BUDGET = 4_000_000
+#: documents in a batch's first slice
+FIRST_SLICE = 2_000
+#: methods whose candidates are not keys of the new documents: found once over the whole batch
+_WHOLE_BATCH = ("a11", "a12")
+
+
 def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
-                     timings: dict[str, float] | None = None, keys: dict | None = None) -> dict[str, int]:
+                     timings: dict[str, float] | None = None, keys: dict | None = None,
+                     budget: int | None = None) -> dict[str, int]:
     """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
     own catalog rows must be written; ``postings`` holds the older documents' keys and
-    may hold more: only ids below ``lo`` are read from it). Returns pairs per method."""
+    may hold more: only ids below ``lo`` are read from it). Returns pairs per method.
+
+    Key-matched candidates are found and verified for slices of the batch's documents (the
+    pairs whose newer member is in the slice), each emitting about ``budget`` rows
+    (``CANDIDATE_BUDGET``), so memory
+    does not grow with the batch or with the longest posting lists; the pairs do not depend on
+    the slicing."""
     methods = pair_methods(settings)
     if not methods or hi < lo:
         return {}
+    budget = budget or CANDIDATE_BUDGET
     t0 = time.perf_counter()
     if keys is None:
         keys = candidate_postings(con, lo, hi, settings)
     t_keys = time.perf_counter()
-    found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
+    found: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
     spent = [0.0]  # seconds finding candidates; the rest of the loop verifies them
 
     def timed(fn, *args):
@@ -427,79 +493,49 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         spent[0] += time.perf_counter() - t_in
         return out
 
-    def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
-        if table not in cache:
-            cache[table] = timed(_cand, table)
-        return cache[table]
+    whole = [m for m in methods if m in _WHOLE_BATCH or (m in ("simhash", "simhash_hp") and simhash_plan(settings.simhash_bits) is None)]
+    for m in whole:
+        found[m].append(_whole_batch_pairs(con, m, keys, lo, hi, postings, settings, timed))
+    keyed = [m for m in methods if m not in whole]
+    groups: dict[str, KeyGroups] = {}
+    values = ValueCache()
+    first, step = lo, FIRST_SLICE
+    while keyed and first <= hi:
+        last = min(hi, first + step - 1)
+        cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        rows = [0]
 
-    def _cand(table: str) -> tuple[np.ndarray, np.ndarray]:
-        k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-        a, b, shared = key_pairs(k, d, lo, postings, table)
-        if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
-            small = _small_sketches(con, np.unique(np.concatenate([a, b])), settings.threshold)
-            ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
-            a, b = a[ok], b[ok]
-        return a, b
+        def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in cache:
+                cache[table] = timed(_cand, table)
+            return cache[table]
 
-    t = settings.threshold
-    for m in methods:
-        if m == "jaccard":
-            a, b = cand("lsh")
-            # pairs whose signatures agree too rarely for the threshold are not verified
-            ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo)
-            a, b = a[ok], b[ok]
-            sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
-            keep = sim >= t - 1e-12
-        elif m == "minhash":
-            a, b = cand("lsh")
-            sim = minhash_similarity(con, a, b, settings.minhash_perms) if a.size else np.zeros(0)
-            keep = sim >= t - 1e-12
-        elif m == "bottomk":
-            a, b = cand("bottomk_prefix")
-            sim = bottomk_similarity(con, a, b, settings) if a.size else np.zeros(0)
-            keep = sim >= t - 1e-12
-        elif m in ("simhash", "simhash_hp"):
-            if simhash_plan(settings.simhash_bits) is None:
-                sql = query("chains", "simhash_window_pairs").replace("FP_TABLE", f"fp_{m}")
-                r = timed(lambda: con.sql(sql, params={"lo": lo, "hi": hi, "bits": settings.simhash_bits}).to_arrow_table())
-                a, b = r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy()
-                sim = r.column("similarity").to_numpy()
-                keep = np.ones(a.size, dtype=bool)
-            else:
-                a, b = cand(f"{m}_tables")
-                dist = _simhash_distance(con, m, a, b, postings, lo) if a.size else np.zeros(0, np.int64)
-                sim = 1.0 - dist / 64.0
-                keep = dist <= settings.simhash_bits
-        elif m in ("a6", "a6_36"):
-            a, b = cand(m)
-            sim = _shared_lists(con, f"fp_{m}", "supershingles", a, b) / 6.0 if a.size else np.zeros(0)
-            keep = np.ones(a.size, dtype=bool)
-        elif m == "a7":
-            a, b = cand("a7")
-            sim = _shared_lists(con, "fp_a7", "keys", a, b) / 11.0 if a.size else np.zeros(0)
-            keep = np.ones(a.size, dtype=bool)
-        elif m in POSTINGS:
-            a, b = cand(m)
-            sim = np.ones(a.size)
-            keep = np.ones(a.size, dtype=bool)
-        elif m == "a11":
-            a, b = timed(_chain_pairs, con, keys.get("a11"), lo, postings, "a11", "a11")
-            sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
-            keep = sim >= t - 1e-12
-        elif m == "a12":
-            a, b, sim = timed(_a12_pairs, con, keys.get("a12_ss"), lo, postings)  # the chain query also applies the rules
-            keep = np.ones(a.size, dtype=bool)
-        else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
-            raise AssertionError(m)
-        found[m] = (a[keep], b[keep], np.asarray(sim, dtype=np.float64)[keep])
+        def _cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in groups:
+                k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
+                groups[table] = KeyGroups(k, d)
+            a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
+            rows[0] += n
+            if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
+                small = _small_sketches(con, np.unique(np.concatenate([a, b])), settings.threshold)
+                ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
+                a, b = a[ok], b[ok]
+            return a, b
+
+        for m in keyed:
+            found[m].append(_verify(con, m, cand, postings, lo, settings, values))
+        step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
+        first = last + 1
     t_verify = time.perf_counter()
     counts = {}
-    for m, (a, b, sim) in found.items():
+    for m, parts in found.items():
+        a, b, sim = (np.concatenate(c) for c in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
         counts[m] = int(a.size)
         if a.size:
+            order = np.lexsort((b, a))
             rows = pa.table({
-                "doc_a": pa.array(a, pa.int64()), "doc_b": pa.array(b, pa.int64()),
-                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(sim, pa.float64()),
+                "doc_a": pa.array(a[order], pa.int64()), "doc_b": pa.array(b[order], pa.int64()),
+                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
                 "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
             })
             con.register("new_pairs", rows)
@@ -513,6 +549,64 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
         timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
     return counts
+
+
+def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
+            cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity."""
+    t = settings.threshold
+    if m == "jaccard":
+        a, b = cand("lsh")
+        # pairs whose signatures agree too rarely for the threshold are not verified
+        ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
+        a, b = a[ok], b[ok]
+        sim = shingle_jaccard(con, a, b, postings, lo, at_least=t, cache=cache)
+        keep = sim >= t - 1e-12
+    elif m == "minhash":
+        a, b = cand("lsh")
+        sim = minhash_similarity(con, a, b, settings.minhash_perms) if a.size else np.zeros(0)
+        keep = sim >= t - 1e-12
+    elif m == "bottomk":
+        a, b = cand("bottomk_prefix")
+        sim = bottomk_similarity(con, a, b, settings) if a.size else np.zeros(0)
+        keep = sim >= t - 1e-12
+    elif m in ("simhash", "simhash_hp"):
+        a, b = cand(f"{m}_tables")
+        dist = _simhash_distance(con, m, a, b, postings, lo, cache) if a.size else np.zeros(0, np.int64)
+        sim = 1.0 - dist / 64.0
+        keep = dist <= settings.simhash_bits
+    elif m in ("a6", "a6_36"):
+        a, b = cand(m)
+        sim = _shared_lists(con, f"fp_{m}", "supershingles", a, b) / 6.0 if a.size else np.zeros(0)
+        keep = np.ones(a.size, dtype=bool)
+    elif m == "a7":
+        a, b = cand("a7")
+        sim = _shared_lists(con, "fp_a7", "keys", a, b) / 11.0 if a.size else np.zeros(0)
+        keep = np.ones(a.size, dtype=bool)
+    elif m in POSTINGS:
+        a, b = cand(m)
+        sim = np.ones(a.size)
+        keep = np.ones(a.size, dtype=bool)
+    else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
+        raise AssertionError(m)
+    return a[keep], b[keep], np.asarray(sim, dtype=np.float64)[keep]
+
+
+def _whole_batch_pairs(con, m: str, keys: dict, lo: int, hi: int, postings, settings: Settings,
+                       timed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of a method found over the whole batch at once: the chains (A11, A12) and the
+    simhash length window (SQL)."""
+    t = settings.threshold
+    if m == "a11":
+        a, b = timed(_chain_pairs, con, keys.get("a11"), lo, postings, "a11", "a11")
+        sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
+        keep = sim >= t - 1e-12
+        return a[keep], b[keep], sim[keep]
+    if m == "a12":
+        return timed(_a12_pairs, con, keys.get("a12_ss"), lo, postings)  # the chain query also applies the rules
+    sql = query("chains", "simhash_window_pairs").replace("FP_TABLE", f"fp_{m}")
+    r = timed(lambda: con.sql(sql, params={"lo": lo, "hi": hi, "bits": settings.simhash_bits}).to_arrow_table())
+    return r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy(), r.column("similarity").to_numpy()
 
 
 def _records(con, keys_docs, lo: int, postings, table: str, lengths_sql: str) -> pa.Table | None:

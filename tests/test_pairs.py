@@ -194,6 +194,49 @@ def test_any_batch_split_gives_the_same_pairs(tmp_path, n_batches):
     assert a["duplicates"] == b["duplicates"]
 
 
+@pytest.mark.parametrize("budget,first", [(1, 1), (7, 3), (40, 5)])
+def test_pairs_do_not_depend_on_the_slices_a_batch_is_verified_in(tmp_path, monkeypatch, budget, first):
+    """Candidates are emitted and verified for slices of a batch's documents; tiny budgets (a slice
+    of one document, or a few) give the pairs of one slice per batch."""
+    recs = corpus(n_base=8, variants=3, seed=7)
+    s = every_pair(("shingles", "bottomk", "minhash", "simhash", "simhash_hp", "a0", "a4", "a6_36", "a8", "a12"), bottomk=32)
+
+    def build(name: str) -> dict:
+        idx = Index(tmp_path / name)
+        for k in range(0, len(recs), 15):  # a batch matches itself and the older documents
+            ingest(idx, str(write_jsonl(tmp_path / f"{name}{k}.jsonl", recs[k : k + 15])), create_with=s)
+        return content(snapshot(idx.path))["duplicates"]
+
+    whole = build("whole")
+    monkeypatch.setattr(pairs, "CANDIDATE_BUDGET", budget)
+    monkeypatch.setattr(pairs, "FIRST_SLICE", first)
+    assert len(whole) > 0
+    assert build("sliced") == whole
+
+
+def test_key_groups_emit_each_pair_once_with_its_newer_member_in_the_range():
+    keys = np.array([5, 5, 5, 9, 9, 7], np.uint64)
+    docs = np.array([12, 10, 11, 12, 10, 11], np.uint64)
+
+    class Old:
+        def get_flat(self, table, uk):
+            lists = {5: [3, 4], 7: [2], 9: [3, 10]}  # 10 is new: ids from lo on are ignored
+            which = [i for i, k in enumerate(uk.tolist()) for _ in lists.get(k, [])]
+            ids = [x for k in uk.tolist() for x in lists.get(k, [])]
+            return np.array(which, np.int64), np.array(ids, np.uint64)
+
+    g = pairs.KeyGroups(keys, docs)
+    got = {}
+    for first, last in [(10, 10), (11, 11), (12, 12)]:
+        a, b, shared, _ = g.pairs(10, Old(), "t", first, last)
+        assert (b >= first).all() and (b <= last).all()
+        for x, y, c in zip(a.tolist(), b.tolist(), shared.tolist()):
+            assert (x, y) not in got
+            got[(x, y)] = c
+    assert got == {(3, 10): 2, (4, 10): 1, (3, 11): 1, (4, 11): 1, (2, 11): 1, (10, 11): 1,
+                   (3, 12): 2, (4, 12): 1, (10, 12): 2, (11, 12): 1}
+
+
 def test_rebuild_finds_the_same_pairs_in_the_same_batches(tmp_path):
     recs = corpus(n_base=6, variants=3, seed=9)
     s = every_pair(("shingles", "bottomk", "minhash", "simhash", "a0", "a12"), bottomk=32)
