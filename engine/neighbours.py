@@ -27,10 +27,12 @@ older documents and with *smaller* new ones: a pair of two new documents is
 kept by its larger member (the smaller one may not reach it, having looked
 up other values).
 
-**Bounded memory.** The emitted (document, partner) rows are produced in
-slices of at most ``PAIR_BUDGET`` rows (whole anchors per slice), counted
-exactly on the sorted sketches (compiled merge), and only the pairs with at
-least k common values are kept.
+**Bounded memory.** The new documents (anchors) are taken in slices: a
+slice looks up the older holders of its own anchors' values only, emits
+its (document, partner) rows, counts the common values of the candidates
+exactly on the sorted sketches (compiled merge) and keeps the pairs with at
+least k. A slice takes as many anchors as the rows per anchor of the slices
+before it allow under ``PAIR_BUDGET`` (one anchor alone may exceed it).
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ FREQUENT_TABLE = "concept_frequent"
 FREQUENT = 32
 #: a document looks up n - k + SHARED values and a candidate must hold SHARED of them (at most k)
 SHARED = 4
-#: (anchor, partner) rows materialised at once
+#: (anchor, partner) rows materialised at once (about: a slice's anchors are chosen from the rows per
+#: anchor of the slices before it)
 PAIR_BUDGET = 4_000_000
+#: anchors (new documents) of the first slice
+FIRST_ANCHORS = 2_000
 
 OldSketches = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -149,29 +154,16 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     b_start = np.zeros(u.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=b_start[1:])
     del slot, rows, dense_rows, by_val
-    o_cnt = np.zeros(u.size, dtype=np.int64)
-    o_start = np.zeros(u.size + 1, dtype=np.int64)
-    o_ids = np.zeros(0, np.int64)
-    if postings is not None:
-        which, old = postings.get_flat(VALUES_TABLE, u)
-        keep = old < np.uint64(lo)
-        which, old = which[keep], old[keep].astype(np.int64)
-        o_ids = old  # grouped by key, in the order of ``u``
-        o_cnt = np.bincount(which, minlength=u.size).astype(np.int64)
-        o_start[1:] = np.cumsum(o_cnt)
 
-    # slices of whole anchors, each emitting at most ``budget`` rows (an anchor alone may exceed it)
-    rows_per = cnt[p_val] - 1 + o_cnt[p_val]
-    per_doc = np.bincount(p_doc, weights=rows_per, minlength=n).astype(np.int64)
-    cum = np.cumsum(per_doc)
-    cuts = [0]
-    while cuts[-1] < n:
-        base = cum[cuts[-1] - 1] if cuts[-1] else 0
-        nxt = int(np.searchsorted(cum, base + budget, side="right"))
-        cuts.append(max(nxt, cuts[-1] + 1))
-    p_bounds = np.searchsorted(p_doc, cuts)
+    # slices of whole anchors; older holders are looked up for the values of the slice's anchors only,
+    # and the next slice takes as many anchors as the rows per anchor so far allow under ``budget``
+    p_bounds = np.searchsorted(p_doc, np.arange(n + 1))  # p_doc is grouped by document, ascending
     out_a, out_b, out_c = [], [], []
-    for s, e in zip(p_bounds[:-1].tolist(), p_bounds[1:].tolist()):
+    d0, step = 0, min(FIRST_ANCHORS, budget)
+    while d0 < n:
+        a0, d1 = d0, min(n, d0 + step)
+        s, e = int(p_bounds[a0]), int(p_bounds[d1])
+        d0 = d1
         if s == e:
             continue
         qd, qv = p_doc[s:e], p_val[s:e]
@@ -179,10 +171,24 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         rep = cnt[qv]
         a = np.repeat(qd, rep)
         b = b_holder[np.repeat(b_start[qv], rep) + _within(rep)]
+        n_rows = a.size
         smaller = b < a  # the pair is kept by its larger member only
         nn = _at_least(_encode(b[smaller], a[smaller]), c)
-        rep = o_cnt[qv]
-        on = _at_least(_encode(o_ids[np.repeat(o_start[qv], rep) + _within(rep)], np.repeat(qd, rep)), c)
+        del a, b, smaller
+        on = np.zeros(0, np.uint64)
+        if postings is not None:
+            uv, inv = np.unique(qv, return_inverse=True)
+            which, old = postings.get_flat(VALUES_TABLE, u[uv])
+            keep = old < np.uint64(lo)
+            which, old = which[keep], old[keep].astype(np.int64)
+            o_cnt = np.bincount(which, minlength=uv.size).astype(np.int64)
+            o_start = np.zeros(uv.size + 1, dtype=np.int64)
+            np.cumsum(o_cnt, out=o_start[1:])
+            rep = o_cnt[inv]
+            n_rows += int(rep.sum())
+            on = _at_least(_encode(old[np.repeat(o_start[inv], rep) + _within(rep)], np.repeat(qd, rep)), c)
+            del which, old, keep, rep
+        step = max(1, int(budget * (d1 - a0) / max(n_rows, 1)))
         if nn.size == 0 and on.size == 0:
             continue
         nx, ny = _decode(nn)
