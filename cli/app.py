@@ -214,14 +214,16 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),
+        TextColumn("batch {task.fields[batch]}: {task.fields[stage]:<8}"),
         TextColumn("{task.fields[records]:,} records"),
         TextColumn("{task.fields[mb]:.1f} MB"),
+        TextColumn("{task.fields[docs_s]:,.0f} docs/s"),
         TextColumn("{task.fields[rate]:.1f} MB/s"),
         TimeElapsedColumn(),
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(f"ingest {path}", total=None, records=0, mb=0.0, rate=0.0)
+        task = bar.add_task(f"ingest {path}", total=None, records=0, mb=0.0, rate=0.0, docs_s=0.0, batch="-", stage="starting")
         t0 = time.perf_counter()
         seen = {"records": 0, "bytes": 0}
 
@@ -229,9 +231,13 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
             seen["records"] += records
             seen["bytes"] += nbytes
             mb = seen["bytes"] / 1e6
-            bar.update(task, records=seen["records"], mb=mb, rate=mb / max(time.perf_counter() - t0, 1e-9))
+            dt = max(time.perf_counter() - t0, 1e-9)
+            bar.update(task, records=seen["records"], mb=mb, rate=mb / dt, docs_s=seen["records"] / dt)
 
-        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb)
+        def stage(batch_id: int, name: str) -> None:
+            bar.update(task, batch=batch_id, stage=name)
+
+        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage)
 
 
 def _print_summary(res: IngestResult) -> None:

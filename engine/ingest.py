@@ -40,6 +40,9 @@ from .store.index import Index, Writer
 from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
 
 ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
+StageFn = Callable[[int, str], None]  # (batch id, stage): the stage the ingest enters, see STAGES
+#: the stages of one batch, in order, as ``on_stage`` reports them
+STAGES = ("reading", "pairs", "clusters", "commit", "postings")
 
 
 @dataclass
@@ -180,7 +183,7 @@ class _Versions:
 
 
 #: text (MB read) committed per batch by default: a bigger input is committed as several batches
-DEFAULT_BATCH_MB = 256
+DEFAULT_BATCH_MB = 128
 
 
 class _Peekable:
@@ -219,6 +222,7 @@ def ingest(
     create_with: Settings | None = None,
     progress: ProgressFn | None = None,
     batch_mb: float = DEFAULT_BATCH_MB,
+    on_stage: StageFn | None = None,
 ) -> IngestResult:
     """Ingest one input (file, folder or ``-``): one atomic batch per ``batch_mb`` MB of input read.
 
@@ -232,7 +236,9 @@ def ingest(
     ``IndexLocked`` when another writer is active, ``BadRecord`` under
     ``strict`` at the first reject (the batch holding it is rolled back and
     kept only as a ``failed`` row in ``batches`` with that reject; earlier
-    batches of the input stay).
+    batches of the input stay). ``progress`` is told the records and bytes
+    read, ``on_stage`` each stage a batch enters (``STAGES``; reading includes
+    the fingerprints, computed in threads as the input is read).
     """
     opts = opts or ReadOptions()
     source = "<stdin>" if path == "-" else path
@@ -250,12 +256,16 @@ def ingest(
 
         chunks = _Peekable(ordered_map(prep, prefetch(raw_chunks)))
         while True:
-            res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6))
+            res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage)
             total = res if total is None else _merge(total, res)
             if chunks.exhausted():
                 break
     total.seconds = time.perf_counter() - t0
     return total
+
+
+def _no_stage(batch_id: int, stage: str) -> None:
+    pass
 
 
 def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
@@ -278,7 +288,7 @@ def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
 
 
 def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progress: ProgressFn | None,
-                  budget: int) -> IngestResult:
+                  budget: int, stage: StageFn) -> IngestResult:
     """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends)."""
     started = datetime.now()
     t0 = time.perf_counter()
@@ -287,6 +297,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
     res = IngestResult(batch_id=batch_id, source=source, status="committed", repaired=list(w.repaired), batch_ids=[batch_id])
     w.repaired.clear()
     w.begin_batch()
+    stage(batch_id, "reading")
     crashpoint("batch-start")
     con.execute("BEGIN TRANSACTION")
     try:
@@ -301,7 +312,9 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             res.tick("lexical", t)
         if n_added:
             crashpoint("before-pairs")
+            stage(batch_id, "pairs")
             res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+            stage(batch_id, "clusters")
             res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
         con.execute(
             query("catalog", "insert_batch"),
@@ -312,6 +325,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         if res.timings:
             con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
         crashpoint("duckdb-before-commit")
+        stage(batch_id, "commit")
         t = time.perf_counter()
         con.execute("COMMIT")
         res.tick("commit", t)
@@ -325,6 +339,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         w.finish_batch(None, None)
         raise
     # derived from the committed rows, exactly as crash recovery derives them
+    stage(batch_id, "postings")
     postings = w.batch_postings(batch_id) if n_added else {}
     w.finish_batch(batch_id, postings, timings=res.timings)
     crashpoint("after-batch")

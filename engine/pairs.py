@@ -319,7 +319,7 @@ def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 #: bytes of older and batch documents' values (signatures, shingle sets, simhashes) kept while a batch
 #: is verified slice by slice, so partners shared by many slices are read once
-VALUE_CACHE_BYTES = 512 << 20
+VALUE_CACHE_BYTES = 256 << 20
 
 
 class ValueCache:

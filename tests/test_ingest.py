@@ -177,6 +177,18 @@ def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_p
     assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
 
 
+def test_each_batch_reports_its_stages_in_order(tmp_path, monkeypatch):
+    import neardup.readers.base as base
+    from neardup.ingest import STAGES
+
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    seen: list[tuple[int, str]] = []
+    res = ingest(Index(tmp_path / "i"), str(FIXTURES / "crawl" / "sample.warc.gz"), batch_mb=0.2,
+                 on_stage=lambda b, s: seen.append((b, s)))
+    assert len(res.batch_ids) > 2
+    assert seen == [(b, s) for b in res.batch_ids for s in STAGES]
+
+
 def test_postings_of_an_older_release_are_re_derived_in_todays_layout(tmp_path):
     """An index whose postings hold the concept prefix keys of an older release gets them
     re-derived from the catalog the first time a writer opens it."""
