@@ -18,7 +18,9 @@ leaves the index as before or as after the batch:
 4. remove ``batch.pending``, release the lock. DuckDB is not checkpointed
    per batch: its write-ahead log is durable, readers replay it, and DuckDB
    checkpoints by itself once the log passes 16 MB (a checkpoint per batch
-   rewrote the table's last, growing row group every time).
+   rewrote the table's last, growing row group every time). When the writer
+   is done (the end of a command), it checkpoints once, so that the catalog
+   file alone holds everything committed.
 
 A crash before 2 commits leaves nothing (DuckDB drops the open transaction on
 recovery). A crash after 2 leaves postings behind the catalog; whoever opens
@@ -57,6 +59,8 @@ PENDING_FILE = "batch.pending"
 POSTINGS_DIR = "postings"
 #: a posting table only releases before the rare-values concept search wrote
 OLD_LAYOUT_TABLE = "concept_prefix"
+#: DuckDB's memory limit for a writer (its buffer pool; larger operators spill to ``catalog.duckdb.tmp``)
+WRITER_DUCKDB_MEMORY = "1GB"
 
 
 class WriterLock:
@@ -145,6 +149,7 @@ class Index:
             try:
                 w.open(create_with)
                 yield w
+                w.checkpoint()  # the catalog file holds everything committed once the command ends
             finally:
                 w.close()
         finally:
@@ -186,6 +191,9 @@ class Writer:
     def open(self, create_with: Settings | None) -> None:
         self.con = catalog.connect(self.index.catalog_path, read_only=False)
         self.con.execute("PRAGMA disable_checkpoint_on_shutdown")  # see the module docstring, step 4
+        # DuckDB's buffer pool would otherwise keep every block a batch reads or a checkpoint rewrites, up
+        # to 80% of RAM: the process's memory would follow the catalog's size, not the batch
+        self.con.execute(f"SET memory_limit = '{WRITER_DUCKDB_MEMORY}'")
         catalog.migrate(self.con)
         stored = catalog.read_settings(self.con)
         if not stored:
@@ -200,6 +208,11 @@ class Writer:
         elif OLD_LAYOUT_TABLE in self.postings.tables():
             # postings of an older release (concept prefix keys): re-derive them in today's layout
             self.rebuild_postings()
+            self.con.execute("CHECKPOINT")
+
+    def checkpoint(self) -> None:
+        """Write DuckDB's log into the catalog file (a copy of ``catalog.duckdb`` alone is then whole)."""
+        if self.con is not None:
             self.con.execute("CHECKPOINT")
 
     def close(self) -> None:
