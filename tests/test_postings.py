@@ -34,9 +34,13 @@ def _apply_all(store, batches):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batches_strategy(), st.sampled_from([(0.1, 50_000), (0.5, 3), (0.0, 0)]))
-def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge):
-    """Also when the recent level is folded into the main one often (or after every batch)."""
+@given(batches_strategy(), st.sampled_from([(0.1, 50_000), (0.5, 3), (0.0, 0)]), st.sampled_from([1, 2, 5, 1 << 18]))
+def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge, put_run):
+    """Also when the recent level is folded into the main one often (or after every batch), and
+    whatever the runs the records are written in."""
+    import neardup.store.postings as postings_mod
+
+    postings_mod.PUT_RUN, saved = put_run, postings_mod.PUT_RUN
     mem = MemoryPostings()
     lm = LmdbPostings(tmp_path_factory.mktemp("lmdb"))
     lm.MERGE_RATIO, lm.MERGE_MIN = merge
@@ -50,6 +54,7 @@ def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge):
         keys = np.array(list(mem.dump().get("u", {}))[:7] + [12345], dtype=np.uint64)
         assert [x.tolist() for x in lm.get_flat("u", keys)] == [x.tolist() for x in mem.get_flat("u", keys)]
     finally:
+        postings_mod.PUT_RUN = saved
         lm.close()
 
 

@@ -22,6 +22,7 @@ from it and re-applied after a crash (see ``neardup.store.index``).
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -41,6 +42,8 @@ _VAL_PREFIX = "v2val/"
 VALUES = "val:"
 #: keys looked up per read transaction; the mapped pages are released after each slice
 LOOKUP_SLICE = 16384
+#: records written by one ``putmulti`` before the mapped pages are released
+PUT_RUN = 1 << 18
 _MADV_DONTNEED = 4
 
 
@@ -391,7 +394,7 @@ class LmdbPostings(Postings):
             for table, (ids, vals) in values.items():
                 order = np.argsort(np.asarray(ids, dtype=np.uint64), kind="stable")
                 kb = np.asarray(ids, dtype=np.uint64)[order].astype(_KEY_DTYPE).tobytes()
-                txn.cursor(db=dbs[table]).putmulti(((kb[8 * j : 8 * j + 8], vals[i]) for j, i in enumerate(order.tolist())))
+                self._put(txn.cursor(db=dbs[table]), ((kb[8 * j : 8 * j + 8], vals[i]) for j, i in enumerate(order.tolist())), False)
             for table, raw in lists.items():
                 k, d = _sorted_pairs(*raw)  # one table at a time: memory is the largest table's
                 top = max(top, int(d.max()) if d.size else 0)
@@ -400,19 +403,29 @@ class LmdbPostings(Postings):
                 n_recent, n_main = txn.stat(dbs[table])["entries"], txn.stat(mains[table])["entries"]
                 # a batch as large as the recent level may grow goes straight to the main one
                 big = n_recent == 0 and k.size > max(self.MERGE_MIN, self.MERGE_RATIO * n_main)
-                txn.cursor(db=mains[table] if big else dbs[table]).putmulti(((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), dupdata=True)
+                self._put(txn.cursor(db=mains[table] if big else dbs[table]), ((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), True)
                 crashpoint("lmdb-mid-write")
                 n_recent += 0 if big else k.size
                 if n_recent > max(self.MERGE_MIN, self.MERGE_RATIO * n_main):
                     # fold the recent level into the main one (in key order), then empty it
-                    txn.cursor(db=mains[table]).putmulti(txn.cursor(db=dbs[table]).iternext(), dupdata=True)
+                    self._put(txn.cursor(db=mains[table]), txn.cursor(db=dbs[table]).iternext(), True)
                     txn.drop(dbs[table], delete=False)
                 del k, d, kb, vb
-                self._release()  # the pages this table's B-tree walk mapped
             if top:
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
+
+    def _put(self, cursor, items: Iterator, dupdata: bool) -> None:
+        """``putmulti`` in runs of ``PUT_RUN`` records, the map's pages released after each run: the pages
+        a B-tree walk maps would otherwise stay in the process's resident memory (growing with the index)
+        until the table is written. Dirty pages are LMDB's own buffers (spilled past its limit), not the map."""
+        it = iter(items)
+        while True:
+            consumed, _ = cursor.putmulti(itertools.islice(it, PUT_RUN), dupdata=dupdata)
+            self._release()
+            if consumed < PUT_RUN:
+                return
 
     def _tables(self, values: bool = False) -> list[str]:
         with self.env.begin() as txn:
