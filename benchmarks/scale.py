@@ -12,8 +12,11 @@ paragraphs, deduplicated.
   navigation links (real short phrases: headings, short lines), a footer of
   1-4 real paragraphs and a real copyright line. The frame is 30-70% of a
   page's words (site mean drawn in [0.33, 0.67], per page +- 0.05 noise);
-* page bodies: 2-30 real paragraphs drawn at random from the pool (the last
-  one cut to size), so different pages have unrelated bodies;
+* page bodies: as many words as 2-30 random pool paragraphs (the last one cut
+  to size), made of real text in runs of at most 4 words chained on shared
+  tokens (see make_chain), in paragraphs of about those sizes (rarely just
+  one): the pool is ~35 times too small for a million pages of whole
+  paragraphs, which would make unrelated pages share 5-word shingles;
 * near-duplicates: 10% recrawls (the same url again in a later part, body
   edited: 1-5 words changed/inserted/deleted, and/or a paragraph added or
   dropped), 3% copies (an original's body under a new url, half under the
@@ -37,7 +40,7 @@ the process's peak RSS (``os.wait4``), the index size on disk, and (by
 ``neardup sql``) documents, duplicate pairs and clusters per method. Writes
 RESULTS/scale-<batches>.csv and a plot (time and peak RSS per batch).
 
-    python benchmarks/scale.py build                       # 1,000,000 docs -> benchmarks/data/scale (3.87 GB of text, 1.07 GB zstd; ~2.5 min)
+    python benchmarks/scale.py build                       # 1,000,000 docs -> benchmarks/data/scale (3.88 GB of text, 1.12 GB zstd; ~3.5 min)
     python benchmarks/scale.py run --corpus benchmarks/data/scale --index /tmp/scale-idx --batches 10
     python benchmarks/scale.py run --corpus benchmarks/data/scale --index /tmp/scale-idx1 --batches 1
     # small trial
@@ -61,6 +64,7 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +81,7 @@ TITLE = re.compile(r"[A-Z][A-Za-z]+(?: [A-Za-z][A-Za-z'-]*){1,4}")
 DOC_NAMES = ("readme", "changelog", "copyright", "news", "authors", "todo", "faq", "thanks", "history", "changes")
 TLDS = ("org", "com", "net", "io", "dev", "info", "de", "fr", "co.uk", "eu")
 PARTS, MAX_PARAS = 10, 30
+BATCH = 20_000  # bodies made at once
 EDGES = np.round(np.arange(0, 1.0001, 0.05), 2)  # frame share histogram
 
 
@@ -204,18 +209,216 @@ def plan_bodies(site_of: np.ndarray, frame_words: np.ndarray, center: np.ndarray
     return np.concatenate(ids), ptr, keeps
 
 
-def body_of(o: int, pool: Pool, flat: np.ndarray, ptr: np.ndarray, keeps: np.ndarray) -> tuple[list[str], int]:
-    ids = flat[ptr[o] : ptr[o + 1]]
-    paras = [pool.paras[j] for j in ids]
-    words = int(pool.words[ids[:-1]].sum())
-    if keeps[o] >= 0:
-        ends = [m.end() for m in WORD.finditer(paras[-1])]
-        keep = min(int(keeps[o]), len(ends))
-        paras[-1] = paras[-1][: ends[keep - 1]]
-        words += keep
+# ---------------------------------------------------------------- page bodies: real text in short runs
+# A million pages need ~310 M body words and the pool has ~8 M: whole paragraphs or sentences would each
+# come back in ~36 unrelated pages. A body is instead a chain of runs of real text of at most RUN_WORDS
+# words: a run ends on a common token (the pivot: >= PIVOT_MIN occurrences, else any repeated token) and
+# the next run goes on after another occurrence of that token, anywhere in the pool; a run that reaches a
+# sentence end ends the sentence and the next one starts at a random sentence start. Each run is real
+# text and joins the next on a shared token, but every 5-word shingle spans a junction (except in the ~2% of
+# runs with no place to stop within RUN_WORDS words: stats "longer_runs"), so unrelated pages share one only
+# by chance (common phrases).
+RUN_WORDS, PIVOT_MIN, NOVEL, MAX_TOKEN_WORDS = 4, 50, 0.5, 3
+SENT_END = re.compile(r"[.!?][\"')\]]*$")
+SENT_START = re.compile(r"[\"'(\[]?[A-Z0-9]")
+BULLETS = ("*", "-", "+", "\u2022")
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (uint64, wrapping): the counter-based randomness of the bodies."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _below(r: np.ndarray, n) -> np.ndarray:
+    """Uniform integers in [0, n) from random uint64s."""
+    return ((r >> np.uint64(11)).astype(np.float64) * (np.asarray(n, np.float64) / 2.0**53)).astype(np.int64)
+
+
+@dataclass
+class Chain:
+    vocab: np.ndarray  # token strings (object array)
+    tok: np.ndarray  # token id per pool position
+    wc: np.ndarray  # words (WORD) per token id
+    end: np.ndarray  # the position ends a sentence
+    nxt: np.ndarray  # last position of the run from a position (a sentence start or a pivot)
+    occ: np.ndarray  # positions that do not end a sentence, grouped by token
+    first: np.ndarray  # token id -> its first index in occ
+    cnt: np.ndarray  # token id -> its number of positions in occ
+    rank: np.ndarray  # position -> its index in occ
+    starts: np.ndarray  # starts of sentences of >= 3 tokens
+    cumw: np.ndarray  # words (WORD) before each position
+    stats: dict
+
+
+def make_chain(pool: Pool) -> Chain:
+    """The pool's paragraphs as one sequence of space-separated tokens cut into sentences, without the tokens
+    of more than MAX_TOKEN_WORDS words (URLs, paths, e-mail addresses: a 5-word shingle by themselves) and
+    the sentences whose 5-token shingles are mostly seen before (license and changelog boilerplate)."""
+    ids: dict[str, int] = {}
+    tok_a, plen = array("i"), []
+    for p in pool.paras:
+        w = p.split(" ")
+        tok_a.extend([ids.setdefault(t, len(ids)) for t in w])
+        plen.append(len(w))
+    vocab = np.array(list(ids), dtype=object)
+    wc = np.array([len(WORD.findall(v)) for v in vocab], np.int64)
+    closes = np.array([SENT_END.search(v) is not None for v in vocab])
+    opens = np.array([SENT_START.match(v) is not None for v in vocab])
+    bullet = np.isin(vocab, BULLETS)
+    tok = np.frombuffer(tok_a, np.int32)
+    pid = np.repeat(np.arange(len(plen), dtype=np.int32), plen)
+    short = wc[tok] <= MAX_TOKEN_WORDS
+    dropped_tokens = int((~short).sum())
+    tok, pid = tok[short], pid[short]
+    n = len(tok)
+    end = np.ones(n, bool)
+    end[:-1] = (closes[tok[:-1]] & opens[tok[1:]]) | bullet[tok[1:]] | (pid[1:] != pid[:-1])
+    # drop the sentences with fewer than NOVEL of their 5-token shingles seen for the first time
+    sid = np.concatenate([[0], np.cumsum(end[:-1])])
+    h = np.zeros(n, np.uint64)
+    t64 = tok.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(5):
+            h[: n - 4] = _mix(h[: n - 4] * np.uint64(1_000_003) + t64[k : n - 4 + k] + np.uint64(1))
+    valid = np.zeros(n, bool)
+    valid[: n - 4] = sid[4:] == sid[: n - 4]
+    _, fi, inv = np.unique(np.where(valid, h, np.uint64(0)), return_index=True, return_inverse=True)
+    novel = valid & (fi[inv.ravel()] == np.arange(n))
+    n_sent = int(sid[-1]) + 1
+    total = np.bincount(sid, weights=valid, minlength=n_sent)
+    keep_s = (total == 0) | (np.bincount(sid, weights=novel, minlength=n_sent) >= NOVEL * total)
+    keep = keep_s[sid]
+    tok, end = tok[keep], end[keep]
+    n = len(tok)
+    cumw = np.concatenate([[0], np.cumsum(wc[tok])])
+    # a run from x (its first token, a sentence start or the pivot it shares with the run before) stops at
+    # the first sentence end, else the farthest pivot, else the farthest repeated token, among x+1.. while
+    # the run has <= RUN_WORDS words; failing all three, at the next pivot, repeated token or end further on
+    cnt = np.bincount(tok[~end], minlength=len(vocab))
+    occ = np.flatnonzero(~end)[np.argsort(tok[~end], kind="stable")].astype(np.int32)
+    first = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+    rank = np.zeros(n, np.int32)
+    rank[occ] = np.arange(len(occ), dtype=np.int32)
+    pivot, repeated = (cnt[tok] >= PIVOT_MIN) & ~end, (cnt[tok] >= 2) & ~end
+    span = RUN_WORDS + 2  # tokens looked at (some have no word: "*", "-")
+    endp = np.concatenate([end, np.ones(span + 1, bool)])
+    pivp, repp = (np.concatenate([a, np.zeros(span + 1, bool)]) for a in (pivot, repeated))
+    cwp = np.concatenate([cumw, np.full(span + 1, cumw[-1] + RUN_WORDS + 1)])
+    x = np.arange(n)
+    fits = [cwp[x + k + 1] - cumw[:-1] <= RUN_WORDS for k in range(span + 1)]  # run x..x+k is short enough
+    at_end = np.full(n, -1, np.int64)
+    far_piv, far_rep = at_end.copy(), at_end.copy()
+    for k in range(span, 0, -1):
+        at_end = np.where(fits[k] & endp[x + k], x + k, at_end)
+    for k in range(1, span + 1):
+        far_piv = np.where(fits[k] & pivp[x + k], x + k, far_piv)
+        far_rep = np.where(fits[k] & repp[x + k], x + k, far_rep)
+    stop = np.where(at_end >= 0, at_end, np.where(far_piv >= 0, far_piv, far_rep))
+    long = stop < 0
+    ahead = np.where(pivot | repeated | end, x, n)
+    ahead = np.concatenate([np.minimum.accumulate(ahead[::-1])[::-1], [n - 1]])
+    stop[long] = ahead[x[long] + 1]
+    nxt = np.where(end, x, stop).astype(np.int32)
+    sfirst = np.concatenate([[0], np.flatnonzero(end[:-1]) + 1])
+    starts = sfirst[np.diff(np.append(sfirst, n)) >= 3].astype(np.int32)
+    stats = {"tokens": n, "vocabulary": len(vocab), "tokens_dropped_long": dropped_tokens, "sentences": int(keep_s.sum()),
+             "sentences_dropped_repeated": int(n_sent - keep_s.sum()), "sentence_starts": len(starts), "max_run_words": RUN_WORDS,
+             "pivot_min_count": PIVOT_MIN, "pivot_positions": round(float(pivot.mean()), 3), "longer_runs": round(float(long.mean()), 4)}
+    return Chain(vocab, tok, wc, end, nxt, occ, first, cnt, rank, starts, cumw, stats)
+
+
+def chain_runs(ch: Chain, keys: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs (doc, first position, length) of the bodies of a batch of documents, in lockstep; a document's
+    random numbers depend only on its key, so its body does not depend on the batch."""
+    act = np.arange(len(keys))
+    words = np.zeros(len(keys), np.int64)
+    x = ch.starts[_below(_mix(keys), len(ch.starts))]
+    a = x.astype(np.int64)
+    recs, t = [], 0
+    while len(act):
+        t += 1
+        b = ch.nxt[x]
+        recs.append((act, a, b - a + 1))
+        words[act] += ch.cumw[b + 1] - ch.cumw[a]
+        with np.errstate(over="ignore"):
+            r = _mix(keys[act] + np.uint64(t) * GOLDEN)
+        ends = ch.end[b]
+        v = ch.tok[b]
+        j = ch.first[v] + _below(r, np.maximum(ch.cnt[v] - 1, 1))
+        j = np.minimum(np.where(j >= ch.rank[b], j + 1, j), len(ch.occ) - 1)  # another occurrence than b
+        s = ch.starts[_below(r, len(ch.starts))]
+        x = np.where(ends, s, ch.occ[j])
+        a = np.where(ends, s, x + 1).astype(np.int64)
+        more = words[act] < targets[act]
+        act, x, a = act[more], x[more], a[more]
+    d, st, ln = (np.concatenate(c) for c in zip(*recs))
+    order = np.argsort(d, kind="stable")
+    return d[order], st[order], ln[order]
+
+
+def make_bodies(os_: np.ndarray, ch: Chain, pool: Pool, flat: np.ndarray, ptr: np.ndarray, keeps: np.ndarray,
+                seed: int) -> list[tuple[list[str], int]]:
+    """Bodies (paragraphs, words) of originals os_: as many words as their planned paragraphs (the last one
+    cut to size), in paragraphs of about the planned sizes, each but the last ending with a sentence."""
+    m = len(os_)
+    if not m:
+        return []
+    counts = (ptr[os_ + 1] - ptr[os_]).astype(np.int64)
+    pstart = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sizes = pool.words[flat[np.repeat(ptr[os_] - pstart, counts) + np.arange(counts.sum())]].astype(np.int64)
+    last = pstart + counts - 1
+    sizes[last] = np.where(keeps[os_] >= 0, np.minimum(keeps[os_], sizes[last]), sizes[last])
+    targets = np.add.reduceat(sizes, pstart)
+    with np.errstate(over="ignore"):
+        keys = _mix(os_.astype(np.uint64) * GOLDEN + np.uint64(seed))
+    d, st, ln = chain_runs(ch, keys, targets)
+    # token positions, cut where the body has its words
+    off = np.repeat(st - np.concatenate([[0], np.cumsum(ln)[:-1]]), ln) + np.arange(ln.sum())
+    dd = np.repeat(d, ln)
+    w = ch.wc[ch.tok[off]]
+    cw = np.cumsum(w)
+    first_tok = np.searchsorted(dd, np.arange(m))
+    before = cw - w - (cw - w)[first_tok][dd]  # words of the doc before this token
+    kept = before < targets[dd]
+    off, dd, w, before = off[kept], dd[kept], w[kept], before[kept]
+    words = np.bincount(dd, weights=w, minlength=m).astype(np.int64)
+    lo = np.searchsorted(dd, np.arange(m + 1))
+    # paragraph breaks: after the sentence end nearest to each planned paragraph end
+    e = np.flatnonzero(ch.end[off])
+    big = np.int64(1) << 40
+    ekey = dd[e] * big + before[e] + w[e]
+    para_end = np.cumsum(sizes) - np.repeat(np.concatenate([[0], np.cumsum(targets)[:-1]]), counts)
+    inner = np.ones(len(sizes), bool)
+    inner[last] = False
+    pdoc = np.repeat(np.arange(m), counts)[inner]
+    tkey = pdoc * big + para_end[inner]
+    i = np.searchsorted(ekey, tkey)
+    left, right = np.clip(i - 1, 0, max(len(e) - 1, 0)), np.clip(i, 0, max(len(e) - 1, 0))
+    if len(e):
+        dist = lambda k: np.where(dd[e[k]] == pdoc, np.abs(ekey[k] - tkey), big)  # noqa: E731
+        pick = np.where(dist(left) <= dist(right), left, right)
+        ok = np.minimum(dist(left), dist(right)) < big
+        cuts = e[pick[ok]] + 1
+        cuts = np.unique(cuts[cuts < lo[dd[cuts - 1] + 1]])  # not after a doc's last token
     else:
-        words += int(pool.words[ids[-1]])
-    return paras, words
+        cuts = np.zeros(0, np.int64)
+    toks = ch.vocab[ch.tok[off]].tolist()
+    # a body's last token can have up to MAX_TOKEN_WORDS words: cut to the planned words (the copies on another
+    # frame were matched to it by them)
+    for k in np.flatnonzero(words > targets).tolist():
+        i = int(lo[k + 1]) - 1
+        toks[i] = toks[i][: [mt.end() for mt in WORD.finditer(toks[i])][int(targets[k] - before[i]) - 1]]
+    words = np.minimum(words, targets)
+    out = []
+    c = np.searchsorted(cuts, lo)
+    for k in range(m):
+        edges = [int(lo[k]), *cuts[c[k] : c[k + 1]].tolist(), int(lo[k + 1])]
+        out.append(([" ".join(toks[p:q]) for p, q in zip(edges[:-1], edges[1:])], int(words[k])))
+    return out
 
 
 def recrawl_edit(paras: list[str], body_words: int, frame_words: int, pool: Pool, rnd: random.Random) -> list[str]:
@@ -261,6 +464,9 @@ def build(args: argparse.Namespace) -> None:
     pool = load_pool(args.warc)
     print(f"pool: {len(pool.paras):,} paragraphs, {len(pool.titles):,} titles, {len(pool.copyrights):,} copyright lines "
           f"from {pool.files:,} files ({time.perf_counter() - t0:.0f} s)", flush=True)
+    chain = make_chain(pool)
+    print(f"body chain: {chain.stats['tokens']:,} tokens in {chain.stats['sentences']:,} sentences ({chain.stats['sentences_dropped_repeated']:,} "
+          f"mostly repeated ones and {chain.stats['tokens_dropped_long']:,} long tokens left out) ({time.perf_counter() - t0:.0f} s)", flush=True)
     rng = np.random.default_rng(args.seed)
     short = np.flatnonzero((pool.words >= 8) & (pool.words <= 25))
     sites = [make_site(i, pool, rng, short) for i in range(args.sites)]
@@ -324,8 +530,12 @@ def build(args: argparse.Namespace) -> None:
         n_bytes = n_docs = 0
         with open(path, "wb") as fh, cctx.stream_writer(fh) as zw:
             buf = []
-            for _, kind, o, site, number in docs[docs[:, 0] == q]:
-                paras, bw = body_of(o, pool, flat, ptr, keeps)
+            rows = docs[docs[:, 0] == q]
+            bodies: list[tuple[list[str], int]] = []
+            for i, (_, kind, o, site, number) in enumerate(rows):
+                if i % BATCH == 0:  # the bodies of the next BATCH docs at once
+                    bodies = make_bodies(rows[i : i + BATCH, 2], chain, pool, flat, ptr, keeps, args.seed)
+                paras, bw = bodies[i % BATCH]
                 if kind == 1:
                     paras = recrawl_edit(paras, bw, sites[site].words, pool, random.Random(args.seed * 1_000_003 + int(o)))
                     bw = sum(len(WORD.findall(p)) for p in paras)
@@ -363,6 +573,7 @@ def build(args: argparse.Namespace) -> None:
         "body_paragraphs": {"min": int(nparas.min()), "median": float(np.median(nparas)), "max": int(nparas.max())},
         "pool": {"files": pool.files, "paragraphs": len(pool.paras), "titles": len(pool.titles), "copyright_lines": len(pool.copyrights),
                  "sha256": pool.sha256, "sources": ["/usr/share/doc", *args.warc]},
+        "body_chain": chain.stats,
         "zstd_level": args.level, "parts": part_stats, "build_seconds": round(time.perf_counter() - t0, 1),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
