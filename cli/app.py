@@ -265,12 +265,12 @@ def _print_summary(res: IngestResult) -> None:
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help="One SQL statement; the catalog is opened read-only.")],
+    query: Annotated[str, typer.Argument(help="One SELECT (or EXPLAIN of one); anything that would write or read outside the catalog is refused.")],
     index: IndexOpt = DEFAULT_INDEX,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json (one object per line) or tsv.")] = "table",
     max_rows: Annotated[int, typer.Option(help="At most this many rows in table format.")] = 200,
 ) -> None:
-    """Run SQL over documents, batches, rejects, fingerprints and duplicates. See docs/sql.md."""
+    """Run a read-only SQL query over documents, batches, rejects, fingerprints and duplicates. See docs/sql.md."""
     if fmt not in ("table", "csv", "json", "tsv"):
         err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
         raise typer.Exit(2)

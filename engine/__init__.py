@@ -17,6 +17,7 @@ from .errors import (  # noqa: E402
     InputError,
     NeardupError,
     QueryError,
+    QueryRefused,
     SchemaTooNew,
     SettingsMismatch,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "InputError",
     "NeardupError",
     "QueryError",
+    "QueryRefused",
     "ReadOptions",
     "SchemaTooNew",
     "Settings",

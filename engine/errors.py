@@ -77,3 +77,13 @@ class QueryError(NeardupError):
 
     hint = "see docs/sql.md for the tables and views of the catalog"
     exit_code = 2
+
+
+class QueryRefused(QueryError):
+    """``neardup sql`` refused a statement: it only reads the catalog, nothing else."""
+
+    hint = (
+        "`neardup sql` runs one SELECT (or EXPLAIN of one) on the catalog and nothing else; "
+        "the index is changed only by `neardup ingest` and `neardup rebuild` (see docs/cli.md)"
+    )
+    exit_code = 2

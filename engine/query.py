@@ -8,26 +8,132 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from .errors import QueryError
+from .errors import NeardupError, QueryError, QueryRefused
 from .sqlfiles import query
 from .store import catalog
 from .store.index import Index
 
 
-def run_sql(index: Index, sql: str) -> pa.Table:
-    """Run one read-only SQL statement on the catalog and return its result.
+#: Applied, in this order, to the connection ``run_sql`` runs a query on (docs/cli.md, ``neardup sql``).
+#: External access off stops every file, URL, ATTACH, INSTALL and LOAD; the
+#: last one freezes every setting (SET, RESET and PRAGMA of a setting fail)
+#: for the rest of the connection.
+_LOCKDOWN = (
+    "SET python_enable_replacements = false",  # no Python variable read as a table
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
 
-    Statements that write are refused by DuckDB's read-only mode and raise
-    ``QueryError`` like any other failing query.
+#: Statement types that run. MULTI is what DuckDB's parser makes of a PIVOT
+#: whose columns come from the data: a temporary ENUM type (in memory) and the
+#: SELECT. (The read-only connection refuses any lasting write whatever the type.)
+_READ_TYPES = (duckdb.StatementType.SELECT, duckdb.StatementType.MULTI)
+
+_OUTSIDE_HINT = (
+    "`neardup sql` reads the catalog and nothing else (no files, URLs or extensions); to join "
+    "other files with the catalog, open it read-only in DuckDB (see docs/cli.md, `neardup sql`)"
+)
+
+
+def run_sql(index: Index, sql: str) -> pa.Table:
+    """Run one read-only statement on the catalog and return its result.
+
+    Only one SELECT (or EXPLAIN of one, or a PIVOT) runs: the statement
+    types come from DuckDB's own parser, and any other statement (or more
+    than one) raises ``QueryRefused`` before anything runs. The connection is read-only, and
+    external access is off and the configuration locked before the query, so
+    it cannot reach a file, a URL or an extension either (``QueryRefused``
+    too). Any other failure is a ``QueryError``.
     """
     with index.reader() as con:
+        for setting in _LOCKDOWN:
+            try:
+                con.execute(setting)
+            except duckdb.Error as exc:  # never run a query on a connection that is not locked down
+                raise NeardupError(f"cannot lock the catalog connection down ({setting}): {_first_line(exc)}",
+                                   hint="this DuckDB version lacks a setting neardup needs; install the one neardup requires") from exc
+        statement = _read_only_statement(con, sql)
         try:
-            rel = con.sql(sql)
+            rel = con.sql(statement)
             if rel is None:
                 return pa.table({})
             return rel.to_arrow_table()
+        except duckdb.PermissionException as exc:
+            raise QueryRefused(f"refused: the query reaches outside the catalog ({_first_line(exc)})", hint=_OUTSIDE_HINT) from exc
         except duckdb.Error as exc:
-            raise QueryError(f"query failed: {str(exc).splitlines()[0]}") from exc
+            raise QueryError(f"query failed: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
+    """The one statement of ``sql`` when it only reads, else ``QueryRefused``."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"query failed: {_first_line(exc)}") from exc
+    if not statements:
+        raise QueryError("no SQL statement given")
+    if len(statements) > 1:
+        kinds = ", ".join(_describe(st) for st in statements)
+        raise QueryRefused(f"refused: the text holds {len(statements)} statements ({kinds}); `neardup sql` runs exactly one")
+    st = statements[0]
+    if _type(st) in _READ_TYPES:
+        return st
+    if _type(st) == duckdb.StatementType.EXPLAIN:
+        inner = _explained(con, st.query)
+        if inner is not None and _type(inner) == duckdb.StatementType.SELECT:
+            return st
+        what = _describe(inner) if inner is not None else "a statement that cannot be told"
+        raise QueryRefused(f"refused: EXPLAIN of {what}; `neardup sql` explains only a SELECT")
+    raise QueryRefused(f"refused: {_describe(st)} is not a read-only query")
+
+
+def _type(st: duckdb.Statement) -> duckdb.StatementType | None:
+    """The statement's type; None for a type this DuckDB client has no name for (``UPDATE EXTENSIONS``)."""
+    try:
+        return st.type
+    except ValueError:
+        return None
+
+
+def _describe(st: duckdb.Statement) -> str:
+    """``DROP``, or ``CHECKPOINT (a CALL statement)`` when the first word is not the type's name."""
+    word = _first_word(st.query)
+    t = _type(st)
+    kind = t.name if t is not None else "unknown"
+    article = "an" if kind[0] in "AEIOUaeiou" else "a"
+    return kind if word == kind else f"{word or '?'} ({article} {kind} statement)"
+
+
+def _first_word(sql: str) -> str:
+    for pos, kind in duckdb.tokenize(sql):
+        if kind != duckdb.token_type.comment:
+            return sql[pos:].split(None, 1)[0].split("(", 1)[0].upper()
+    return ""
+
+
+def _explained(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement | None:
+    """The statement an EXPLAIN statement explains.
+
+    It is the first tail of the text, starting at a token after ``EXPLAIN``,
+    that DuckDB parses as exactly one statement: the tokens between
+    (``ANALYZE``, or a parenthesised option list) parse as no statement, and
+    a tail starting inside the option list holds an unmatched parenthesis.
+    """
+    tokens = [pos for pos, kind in duckdb.tokenize(sql) if kind != duckdb.token_type.comment]
+    for pos in tokens[1:]:
+        try:
+            found = con.extract_statements(sql[pos:])
+        except (duckdb.Error, ValueError):
+            continue
+        if len(found) == 1:
+            return found[0]
+    return None
 
 
 @dataclass
