@@ -2,9 +2,10 @@
 
 Formats: WARC/WET (``.warc``, ``.warc.gz``, ``.wet``, ``.wet.gz``), JSON Lines
 (``.jsonl``/``.ndjson``, optionally ``.gz``/``.zst``), Parquet, single
-``.html``/``.txt`` files, folders (walked recursively in sorted order, every
-supported file read by its suffix), and ``-`` for standard input (format
-sniffed from the first bytes, or given with ``--format``).
+``.html``/``.txt`` files (optionally ``.gz``/``.zst``), folders (walked
+recursively in sorted order, every supported file read by its suffix), and
+``-`` for standard input (format sniffed from the first bytes, or given with
+``--format``; then read like a file of that format).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from typing import BinaryIO
 
 from ..errors import InputError
 from .base import RAW_SCHEMA, RawChunk, Reject
-from .files import HTML_SUFFIXES, TEXT_SUFFIXES, read_document_files
+from .files import HTML_SUFFIXES, TEXT_SUFFIXES, read_document_files, read_document_stream
 from .jsonl import read_jsonl
 from .options import ReadOptions
 from .parquet import read_parquet
-from .streams import decompressing, peek
+from .streams import Prefixed, decompressed_head, decompressing, peek, read_head
 from .warc import read_warc
 
-__all__ = ["RAW_SCHEMA", "RawChunk", "Reject", "ReadOptions", "FORMATS", "detect_format", "read_input"]
+__all__ = ["RAW_SCHEMA", "RawChunk", "Reject", "ReadOptions", "FORMATS", "detect_format", "read_input", "sniff_format"]
 
 FORMATS = ("warc", "jsonl", "parquet", "html", "text")
 
@@ -52,10 +53,14 @@ def read_input(path: str, opts: ReadOptions) -> Iterator[RawChunk]:
 
     Raises ``InputError`` before yielding anything when the input cannot be
     read at all (missing path, unknown format); damage inside a file becomes
-    rejects instead.
+    rejects instead. Standard input is read exactly like a file holding the
+    same bytes whose name tells the format ``sniff_format`` finds (or
+    ``--format`` names): the same records, rejects and counts.
     """
+    if opts.fmt is not None and opts.fmt not in FORMATS:
+        raise InputError(f"unknown format {opts.fmt!r}; use one of {', '.join(FORMATS)}")
     if path == "-":
-        return _read_stream(sys.stdin.buffer, "<stdin>", opts.fmt, opts)
+        return _read_stdin(opts)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{path}: no such file or folder")
@@ -67,66 +72,79 @@ def read_input(path: str, opts: ReadOptions) -> Iterator[RawChunk]:
     return _read_file(p, fmt, opts)
 
 
+#: bytes of standard input read ahead to tell its format
+SNIFF_BYTES = 1 << 16
+
+_HTML_STARTS = (b"<!doctype html", b"<html")
+
+
+def sniff_format(head: bytes) -> str:
+    """The format of an input from its first bytes (standard input has no name).
+
+    After gzip/zstd decompression: Parquet (``PAR1``), WARC (``WARC/``, or
+    ``filedesc://`` for ARC), JSON Lines (``{`` first, or nothing at all),
+    HTML (``<`` first and ``<!doctype html`` or ``<html`` in the first
+    4 KB); anything else is one plain-text document. White space and a
+    UTF-8 byte order mark before the first character are skipped.
+    """
+    inner = decompressed_head(head)
+    if inner.startswith(b"PAR1"):  # compressed, it is no more readable than a file parquet.gz
+        return "parquet"
+    if inner.startswith((b"WARC/", b"filedesc://")):
+        return "warc"
+    start = inner.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n\f\v")
+    if start[:1] in (b"{", b""):
+        return "jsonl"
+    if start[:1] == b"<" and any(m in start.lower() for m in _HTML_STARTS):
+        return "html"
+    return "text"
+
+
+def _read_stdin(opts: ReadOptions) -> Iterator[RawChunk]:
+    raw = sys.stdin.buffer
+    head = read_head(raw, SNIFF_BYTES)
+    fmt = opts.fmt or sniff_format(head)
+    return _read_stream(Prefixed(head, raw), "<stdin>", fmt, opts)
+
+
 def _read_file(p: Path, fmt: str, opts: ReadOptions) -> Iterator[RawChunk]:
     source = str(p)
     if fmt == "parquet":
         yield from read_parquet(source, source, opts)
     elif fmt in ("html", "text"):
-        yield from read_document_files([p], source, opts)
+        yield from read_document_files([(p, fmt == "html")], source, opts)
     else:
         with open(p, "rb") as fh:
             yield from _read_stream(fh, source, fmt, opts)
 
 
-def _read_stream(raw: BinaryIO, source: str, fmt: str | None, opts: ReadOptions) -> Iterator[RawChunk]:
+def _read_stream(raw: BinaryIO, source: str, fmt: str, opts: ReadOptions) -> Iterator[RawChunk]:
+    """An input of a known format from a stream: what ``_read_file`` does with a file."""
     raw, head = peek(raw)
-    if fmt == "warc" or (fmt is None and _sniff_warc(raw)):
+    if fmt == "warc":
         yield from read_warc(raw, source, opts)
-        return
-    stream = decompressing(raw, head)
-    if fmt is None:
-        stream, inner = peek(stream)
-        fmt = "jsonl" if inner.lstrip()[:1] in (b"{", b"") else "text"
-    if fmt == "jsonl":
-        yield from read_jsonl(stream, source, opts)
-    elif fmt in ("text", "html"):
-        from .base import ChunkBuilder, decode
+    elif fmt == "jsonl":
+        # the decompressor is read directly: a buffered reader around it would
+        # drop what it decompressed before a cut or damage
+        yield from read_jsonl(decompressing(raw, head), source, opts)
+    elif fmt == "parquet":
+        import pyarrow as pa
 
-        b = ChunkBuilder(source)
-        data = stream.read()
-        b.n_bytes_read = len(data)
-        text, why = decode(data, None, opts.encoding)
-        if text is None:
-            b.reject("record 1", why or "unreadable")
-        else:
-            b.add(f"{source}#1", "record 1", text, fmt == "html" or opts.html, len(data))
-        yield b.take()
+        yield from read_parquet(pa.BufferReader(raw.read()), source, opts)
+    elif fmt in ("html", "text"):
+        yield from read_document_stream(raw, source, fmt == "html", opts)
     else:
-        raise InputError(f"{source}: format {fmt!r} cannot be read from a stream")
-
-
-def _sniff_warc(raw: BinaryIO) -> bool:
-    head = raw.peek(512)[:512]  # type: ignore[attr-defined]
-    if head.startswith(b"WARC/"):
-        return True
-    if head.startswith(b"\x1f\x8b"):
-        import zlib
-
-        try:
-            return zlib.decompressobj(31).decompress(head, 5).startswith(b"WARC/")
-        except zlib.error:
-            return False
-    return False
+        raise InputError(f"{source}: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
 def _read_folder(root: Path, opts: ReadOptions) -> Iterator[RawChunk]:
-    docs: list[Path] = []
+    docs: list[tuple[Path, bool]] = []
     for p in sorted(root.rglob("*")):
         if not p.is_file():
             continue
         fmt = detect_format(p.name)
         if fmt in ("html", "text"):
-            docs.append(p)
+            docs.append((p, fmt == "html"))
         elif fmt is not None:
             if docs:
                 yield from read_document_files(docs, str(root), opts)

@@ -12,8 +12,11 @@ from .base import ChunkBuilder, RawChunk, looks_binary
 from .options import ReadOptions
 
 
-def read_parquet(path: str, source: str, opts: ReadOptions) -> Iterator[RawChunk]:
-    """Yield chunks of records; rows with a null or non-text value become rejects naming the row."""
+def read_parquet(path: str | pa.NativeFile, source: str, opts: ReadOptions) -> Iterator[RawChunk]:
+    """Yield chunks of records; rows with a null or non-text value become rejects naming the row.
+
+    ``path`` is a file name, or the whole file in memory (standard input).
+    """
     b = ChunkBuilder(source)
     try:
         pf = pq.ParquetFile(path)

@@ -98,6 +98,73 @@ class DecompressingReader(io.RawIOBase):
         return len(data)
 
 
+def is_compressed(head: bytes) -> bool:
+    return head.startswith((GZIP_MAGIC, ZSTD_MAGIC))
+
+
+def decompress_all(data: bytes) -> bytes:
+    """``data`` decompressed when it starts with gzip or zstd magic, else as is.
+
+    Raises ``Truncated`` for a cut or corrupt compressed input.
+    """
+    if not is_compressed(data):
+        return data
+    return decompressing(io.BytesIO(data), data[:8]).read()
+
+
+def decompressed_head(head: bytes, n: int = 4096) -> bytes:
+    """Up to ``n`` bytes decompressed from the first bytes of a compressed
+    input (as many as come out before a cut or damage); ``head`` itself when
+    it is not compressed."""
+    if not is_compressed(head):
+        return head[:n]
+    stream = decompressing(io.BytesIO(head), head[:8])
+    out = b""
+    try:
+        while len(out) < n:
+            data = stream.read(n - len(out))
+            if not data:
+                break
+            out += data
+    except Truncated:
+        pass
+    return out[:n]
+
+
+def read_head(raw: BinaryIO, n: int) -> bytes:
+    """The first ``n`` bytes of a stream (fewer only at its end); a pipe may
+    hand them over in several reads."""
+    parts, got = [], 0
+    while got < n:
+        data = raw.read(n - got)
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+class Prefixed(io.RawIOBase):
+    """``head`` (bytes already read from ``raw``) followed by the rest of ``raw``."""
+
+    def __init__(self, head: bytes, raw: BinaryIO):
+        self._head = memoryview(head)
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._raw.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
 def peek(raw: BinaryIO, n: int = 8) -> tuple[BinaryIO, bytes]:
     """First ``n`` bytes of a stream without consuming them (buffers when needed)."""
     if not isinstance(raw, io.BufferedReader):
