@@ -40,9 +40,13 @@ def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.nda
     }
 
 
+#: tables whose rows a batch writes for itself as a whole (keyed to its first doc id), not per
+#: document: ``fingerprint_postings`` of part of a batch gets them wrong (``neardup check`` skips them then)
+BATCH_TABLES = ("concept_frequent",)
+
+
 def batch_postings(con, batch_id: int, settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every posting of one batch, read back from its catalog rows."""
-    from .pairs import candidate_postings
     from .sqlfiles import query
 
     t = con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
@@ -50,7 +54,16 @@ def batch_postings(con, batch_id: int, settings) -> dict[str, tuple[np.ndarray, 
     if t.num_rows == 0:
         return out
     lo, hi = int(t.column("doc_id")[0].as_py()), int(t.column("doc_id")[-1].as_py())
-    out.update(candidate_postings(con, lo, hi, settings))
+    out.update(fingerprint_postings(con, lo, hi, settings))
+    return out
+
+
+def fingerprint_postings(con, lo: int, hi: int, settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The postings of documents ``lo..hi`` that come from their fingerprint rows (every table but
+    ``url`` and ``content``); per document, except ``BATCH_TABLES`` (right for a whole batch only)."""
+    from .pairs import candidate_postings
+
+    out = candidate_postings(con, lo, hi, settings)
     if "concept" in settings.clusters:
         from .clusters import concept_postings
 

@@ -120,3 +120,20 @@ def rebuild_clusters(index: Index, names: list[str], pair_method: str | None = N
             con.execute("ROLLBACK")
             raise
     return ClusterResult(made, time.perf_counter() - t0)
+
+
+@dataclass
+class PostingsResult:
+    #: committed batches whose postings were derived
+    batches: int
+    seconds: float
+
+
+def rebuild_postings(index: Index) -> PostingsResult:
+    """``neardup rebuild --postings``: throw the postings away and re-derive them from the catalog
+    (missing, damaged, behind or ahead alike); a crash leaves it to the next open to finish."""
+    t0 = time.perf_counter()
+    index.require()
+    with index.writer(rebuild_postings=True) as w:
+        n = len(w.repaired)
+    return PostingsResult(n, time.perf_counter() - t0)

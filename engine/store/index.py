@@ -133,10 +133,13 @@ class Index:
             raise IndexNotFound(f"{self.path}: no neardup index here (no {catalog.CATALOG_FILE})")
 
     @contextlib.contextmanager
-    def writer(self, create_with: Settings | None = None) -> Iterator[Writer]:
+    def writer(self, create_with: Settings | None = None, rebuild_postings: bool = False) -> Iterator[Writer]:
         """Exclusive write access; repairs a half-written batch first.
 
         With ``create_with``, a missing index is created with those settings.
+        With ``rebuild_postings``, the postings are thrown away and re-derived
+        from the catalog on opening (marked as a pending ``rebuild`` first, so
+        a crash leaves that for the next open), whatever state they are in.
         """
         if not self.exists():
             if create_with is None:
@@ -147,6 +150,9 @@ class Index:
         try:
             w = Writer(self, lock)
             try:
+                if rebuild_postings:  # marked first: a crash after the removal leaves the rebuild to the next open
+                    w.begin_batch(kind="rebuild")
+                    shutil.rmtree(self.postings_path, ignore_errors=True)
                 w.open(create_with)
                 yield w
                 w.checkpoint()  # the catalog file holds everything committed once the command ends
