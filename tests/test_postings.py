@@ -34,7 +34,7 @@ def _apply_all(store, batches):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batches_strategy(), st.sampled_from([(0.1, 50_000), (0.5, 3), (0.0, 0)]), st.sampled_from([1, 2, 5, 1 << 18]))
+@given(batches_strategy(), st.sampled_from([(0.1, 50_000), (0.5, 3), (0.0, 0)]), st.sampled_from([1, 2, 5, 1 << 14]))
 def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge, put_run):
     """Also when the recent level is folded into the main one often (or after every batch), and
     whatever the runs the records are written in."""

@@ -43,7 +43,7 @@ VALUES = "val:"
 #: keys looked up per read transaction; the mapped pages are released after each slice
 LOOKUP_SLICE = 16384
 #: records written by one ``putmulti`` before the mapped pages are released
-PUT_RUN = 1 << 18
+PUT_RUN = 1 << 14
 _MADV_DONTNEED = 4
 
 
