@@ -317,13 +317,20 @@ def rebuild(
     bits: Annotated[str, typer.Option(help="greedy002/degree002: simhash bit budgets, comma-separated.")] = "5,10,15",
     support: Annotated[int | None, typer.Option(help="concept: common sketch elements [default: the index's].")] = None,
     max_component: Annotated[int, typer.Option(help="cliques: skip components larger than this.")] = 50,
+    postings: Annotated[bool, typer.Option("--postings", help="Only re-derive the postings (LMDB) from the catalog, whatever state they are in.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Recompute every fingerprint, duplicate pair and incremental clustering from the stored texts
-    with the current collection statistics; with --clusters, only those clusterings."""
-    from neardup.rebuild import rebuild_clusters, rebuild_fingerprints
+    with the current collection statistics; with --clusters, only those clusterings; with --postings,
+    only the postings."""
+    from neardup.rebuild import rebuild_clusters, rebuild_fingerprints, rebuild_postings
 
     try:
+        if postings:
+            p = rebuild_postings(Index(index))
+            if not quiet:
+                out.print(f"re-derived the postings of {p.batches} batch(es) from the catalog in {p.seconds:.2f} s", highlight=False)
+            return
         if clusters:
             names = [c.strip() for c in clusters.split(",") if c.strip()]
             bit_list = [int(b) for b in bits.split(",") if b.strip()]
@@ -490,6 +497,71 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
                 str(b["n_skipped"]), str(b["n_rejected"]), str(b["finished_at"])[:19],
             )
         out.print(t)
+
+
+WaitOpt = Annotated[float, typer.Option(min=0, help="Wait up to this many seconds for a writer holding the index [default: refuse at once].")]
+
+
+@app.command()
+def check(
+    index: IndexOpt = DEFAULT_INDEX,
+    full: Annotated[bool, typer.Option("--full", help="Compare the postings of every document, not a sample of 1,000, and every table's entry count.")] = False,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Verify an index: read every catalog block, check that its rows agree and that the postings
+    hold what the catalog implies; print each check and the repair of each problem (exit 6: postings, 7: catalog)."""
+    from neardup.maintenance.check import check_index
+
+    try:
+        r = check_index(Index(index), full=full, wait=wait)
+    except NeardupError as exc:
+        _fail(exc)
+    _print_check(r)
+    if not r.ok:
+        raise typer.Exit(r.exit_code)
+
+
+def _print_check(r) -> None:
+    style = {"ok": "green", "problem": "bold red", "skipped": "yellow"}
+    for f in r.findings:
+        out.print(f"[{style[f.status]}]{f.status:<8}[/] {f.check}: {f.detail}", highlight=False)
+        if f.repair:
+            out.print(f"         repair: {f.repair}", highlight=False, markup=False)
+    what = f"{len(r.findings)} checks in {r.seconds:.2f} s"
+    if r.ok:
+        out.print(f"[green]all is well[/] ({what})", highlight=False)
+    else:
+        out.print(f"[bold red]{len(r.problems)} problem(s)[/] ({what}); exit code {r.exit_code}", highlight=False)
+
+
+@app.command()
+def backup(
+    dest: Annotated[Path, typer.Argument(help="A new or empty folder for the copy.", file_okay=False)],
+    index: IndexOpt = DEFAULT_INDEX,
+    wait: WaitOpt = 0.0,
+    no_check: Annotated[bool, typer.Option("--no-check", help="Do not check the copy afterwards.")] = False,
+) -> None:
+    """Copy the whole index (catalog and postings) into DEST, consistently, while readers go on;
+    writers wait until the copy is done. The copy is then checked like `neardup check`."""
+    from neardup.maintenance.backup import backup as run
+
+    try:
+        r = run(Index(index), dest, wait=wait, check=not no_check)
+    except NeardupError as exc:
+        _fail(exc)
+    postings = f"postings {r.postings_bytes / 1e6:,.1f} MB" if r.postings else "no postings"
+    out.print(f"backed up {r.source} to {r.dest}: catalog {r.catalog_bytes / 1e6:,.1f} MB, {postings}; writers were held "
+              f"off for {r.locked_seconds:.2f} s ({r.seconds:.2f} s in all)", highlight=False)
+    if r.finished:
+        err.print("[yellow]the index had an interrupted write: the copy was made whole"
+                  + (f" (postings of batch(es) {r.repaired} re-derived)" if r.repaired else "") + "; the original is as it was[/]",
+                  highlight=False)
+    if r.check is not None:
+        if r.check.ok:
+            out.print(f"the copy checks ok ({len(r.check.findings)} checks in {r.check.seconds:.2f} s)", highlight=False)
+        else:
+            _print_check(r.check)
+            raise typer.Exit(r.check.exit_code)
 
 
 def main() -> None:

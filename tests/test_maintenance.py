@@ -341,3 +341,45 @@ def test_backup_of_a_crashed_index_is_whole_and_repaired(copy, base, tmp_path):
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["catalog.duckdb", "postings", "writer.lock"]
     assert (copy / "batch.pending").exists()  # the original is left as it was
     assert snapshot(tmp_path / "b") == snapshot(copy)  # reading the original repairs it the same way
+
+
+# -- the commands ----------------------------------------------------------------
+
+
+def test_cli_check_backup_and_rebuild_postings(copy, tmp_path):
+    from typer.testing import CliRunner
+
+    from neardup.cli.app import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["check", "--index", str(copy)])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0].startswith("ok       catalog file: catalog.duckdb opens")
+    assert "all is well (13 checks" in r.output
+    shutil.rmtree(copy / "postings")
+    r = runner.invoke(app, ["check", "--index", str(copy), "--full"])
+    assert r.exit_code == EXIT_POSTINGS
+    assert "problem  postings: postings/ is missing\n         repair: run `neardup rebuild --postings`" in r.output
+    assert "1 problem(s)" in r.output and "exit code 6" in r.output
+    r = runner.invoke(app, ["rebuild", "--index", str(copy), "--postings"])
+    assert r.exit_code == 0 and "re-derived the postings of 2 batch(es)" in r.output
+    assert runner.invoke(app, ["check", "--index", str(copy), "--full"]).exit_code == 0
+
+    r = runner.invoke(app, ["backup", "--index", str(copy), str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    assert "backed up" in r.output and "the copy checks ok" in r.output
+    r = runner.invoke(app, ["backup", "--index", str(copy), str(tmp_path / "b")])
+    assert r.exit_code == 2 and "the folder is not empty" in r.output and "hint:" in r.output
+    lock = WriterLock(copy)
+    lock.acquire()
+    try:
+        for cmd in (["backup", "--index", str(copy), str(tmp_path / "c")], ["check", "--index", str(copy)]):
+            r = runner.invoke(app, cmd)
+            assert r.exit_code == 4 and "another writer holds the index" in r.output and "--wait" in r.output
+    finally:
+        lock.release()
+    with open(copy / "catalog.duckdb", "r+b") as fh:  # a damaged index: the backup says so
+        fh.seek(fh.seek(0, 2) // 2)
+        fh.write(b"\0" * 16384)
+    r = runner.invoke(app, ["backup", "--index", str(copy), str(tmp_path / "d")])
+    assert r.exit_code == EXIT_CATALOG and "problem  catalog data" in r.output
