@@ -21,7 +21,7 @@ from neardup.maintenance.check import EXIT_CATALOG, EXIT_POSTINGS, OK, PROBLEM, 
 from neardup.neighbours import FREQUENT_TABLE
 from neardup.rebuild import rebuild_postings
 from neardup.store.index import Index, WriterLock
-from neardup.store.postings import VALUES
+from neardup.store.postings import VALUES, LmdbPostings
 
 from .conftest import run_cli, words_text, write_jsonl
 from .snapshot import snapshot
@@ -383,3 +383,21 @@ def test_cli_check_backup_and_rebuild_postings(copy, tmp_path):
         fh.write(b"\0" * 16384)
     r = runner.invoke(app, ["backup", "--index", str(copy), str(tmp_path / "d")])
     assert r.exit_code == EXIT_CATALOG and "problem  catalog data" in r.output
+
+
+def test_backup_copies_long_posting_lists(tmp_path):
+    """700 pages sharing a frame: some posting lists outgrow an LMDB page (a sub-tree of duplicates),
+    on which LMDB's compacting copy crashed the process."""
+    rnd = __import__("random").Random(3)
+    frame = " ".join(f"frame{rnd.randrange(400)}" for _ in range(120))
+    src = write_jsonl(tmp_path / "f.jsonl", [{"url": f"https://f.org/{i}", "text": frame + " " + words_text(60, seed=i)} for i in range(700)])
+    idx = tmp_path / "idx"
+    ingest(Index(idx), str(src))
+    p = LmdbPostings(idx / "postings", readonly=True)
+    longest = max(int(np.unique(p._lookup(t, None)[0], return_counts=True)[1].max()) for t in p.tables())
+    p.close()
+    assert longest >= 600  # 600 8-byte ids do not fit in one 4 KB page
+    p = subprocess.run([sys.executable, "-c", "import sys; from neardup.maintenance.backup import backup; from neardup.store.index import Index; "
+                        f"r = backup(Index({str(idx)!r}), {str(tmp_path / 'b')!r}); sys.exit(r.check.exit_code)"], capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()
+    assert snapshot(tmp_path / "b") == snapshot(idx)

@@ -14,8 +14,11 @@ How the copy stays consistent:
    writer checkpoints when it ends, so the file holds every committed batch.
    A ``catalog.duckdb.wal`` (left by a writer that was stopped before its
    checkpoint) and a ``batch.pending`` are copied with it.
-4. ``postings/`` is copied by LMDB itself (``mdb_env_copy2``, compacting), a
-   snapshot under one read transaction.
+4. ``postings/`` is copied by LMDB itself (``mdb_env_copy``), a snapshot
+   under one read transaction. Not compacting: the compacting copy of the
+   LMDB that py-lmdb bundles (0.9.36 in py-lmdb 3.0) crashes the process
+   (SIGSEGV) on a ``MDB_DUPSORT | MDB_DUPFIXED`` database as soon as one
+   key's duplicates outgrow a page, which every sizeable index has.
 5. the lock is released; the copy is written to a hidden sibling folder of
    DEST, synced, and renamed to DEST, so DEST never holds half a backup.
 
@@ -138,15 +141,8 @@ def _copy_postings(src: Path, dst: Path) -> int:
     env = lmdb.open(str(src), readonly=True, lock=True, max_dbs=64, subdir=True)
     try:
         env.set_mapsize(0)  # adopt the size the writer grew the map to
-        for compact in (True, False):  # a compacting copy refuses an environment that leaked pages
-            shutil.rmtree(dst, ignore_errors=True)
-            dst.mkdir()
-            try:
-                env.copy(str(dst), compact=compact)
-                break
-            except lmdb.Error:
-                if not compact:
-                    raise
+        dst.mkdir()
+        env.copy(str(dst), compact=False)  # never compact=True: see the module docstring
     finally:
         env.close()
     return sum(f.stat().st_size for f in dst.iterdir())

@@ -58,8 +58,8 @@ from . import writer_lock
 SAMPLE = 1000
 #: consecutive documents per sampled run
 RUN = 100
-#: keys looked up at a time
-LOOKUP = 65536
+#: keys looked up per read transaction (the pages it mapped are released after each)
+LOOKUP = 16384
 #: DuckDB's memory limit for the check's connection
 MEMORY = "1GB"
 
@@ -478,15 +478,7 @@ class _Content:
         keep = np.r_[True, (k[1:] != k[:-1]) | (d[1:] != d[:-1])]
         k, d = k[keep], d[keep]
         self.implied[table] += k.size
-        uk = np.unique(k)
-        pk, pd = [], []
-        for s in range(0, uk.size, LOOKUP):
-            part = uk[s : s + LOOKUP]
-            which, got = self.p.get_flat(table, part)
-            inside = (got >= lo) & (got <= hi)  # other documents' entries are not this range's business
-            pk.append(part[which[inside]])
-            pd.append(got[inside])
-        pk, pd = np.concatenate(pk), np.concatenate(pd)
+        pk, pd = self.stored(table, np.unique(k), lo, hi)
         # implied rows (0) and stored rows (1) sorted together: a pair found in both is two neighbours
         ak, ad = np.concatenate([k, pk]), np.concatenate([d, pd])
         src = np.r_[np.zeros(k.size, np.int8), np.ones(pk.size, np.int8)]
@@ -503,6 +495,33 @@ class _Content:
         if unexpected.size:
             i = unexpected[0]
             self.flag(table, "unexpected", int(unexpected.size), f"key {int(ak[i]):#018x} of doc {int(ad[i])}")
+
+    def stored(self, table: str, keys: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The stored ``(key, id)`` entries of ``keys`` with ids in ``lo..hi``, both levels. Each key's
+        duplicates are read from ``lo`` on (LMDB's MDB_GET_BOTH_RANGE), so a long posting list (a value
+        many documents share) costs what lies in the range, not its length."""
+        p = self.p
+        start = int(lo).to_bytes(8, "big")
+        out_k: list[int] = []
+        out_d: list[int] = []
+        for recent in (False, True):
+            db = p._db(table, recent=recent)
+            if db is None:
+                continue
+            for s in range(0, keys.size, LOOKUP):
+                with p.env.begin(db=db) as txn:
+                    cur = txn.cursor()
+                    for key in keys[s : s + LOOKUP].tolist():
+                        if not cur.set_range_dup(key.to_bytes(8, "big"), start):
+                            continue
+                        for v in cur.iternext_dup():
+                            d = int.from_bytes(v, "big")
+                            if d > hi:
+                                break
+                            out_k.append(key)
+                            out_d.append(d)
+                p._release()
+        return np.array(out_k, dtype=np.uint64), np.array(out_d, dtype=np.uint64)
 
     def compare_counts(self) -> None:
         """Every document checked: each table must hold exactly the entries implied."""
