@@ -192,9 +192,11 @@ def ingest_cmd(
     try:
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
                                threshold, simhash_bits, pairs, keep_clusters, concept_support)
+        create = None  # on an existing index the options given are checked against its settings, not combined with the defaults
         if idx.exists():
             idx.settings().check_overrides(given)
-        create = _new_settings(given)
+        else:
+            create = _new_settings(given)
         for path in inputs:
             res = _ingest_one(idx, path, opts, strict, create, quiet, batch_mb)
             if not quiet:
@@ -206,7 +208,7 @@ def ingest_cmd(
         raise typer.Exit(1)
 
 
-def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings, quiet: bool,
+def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings | None, quiet: bool,
                 batch_mb: float = DEFAULT_BATCH_MB) -> IngestResult:
     show = not quiet and err.is_terminal
     if not show:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import math
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import SettingsMismatch
@@ -70,6 +71,10 @@ DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
 PERMUTATIONS = ("universal", "matrix")
 #: methods computed from word hashes and counts alone (no word or sentence positions)
 SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars"})
+#: pair methods whose candidates come from min-hash LSH bands, and the chance a pair at the
+#: threshold must have of becoming a candidate (``pairs.lsh_params``'s target)
+LSH_PAIRS = ("jaccard", "minhash")
+LSH_RECALL = 0.999
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,12 @@ class Settings:
     bottom-k method. ``minhash_perms``: permutations of the min-hash method.
     ``permutation``: ``universal`` (multiply-add mod 2^64) or ``matrix`` (the
     seeds' random binary matrices).
+
+    Each setting is checked on its own, then against the others
+    (``check_combination``): a combination that cannot work raises
+    ``SettingsMismatch`` when the settings are made, so before an index is
+    created. Settings read back from an index (``from_dict``) skip that
+    second step, so an index created before a check existed still opens.
     """
 
     min_words: int = 10
@@ -101,13 +112,16 @@ class Settings:
     pairs: tuple[str, ...] | None = None
     clusters: tuple[str, ...] | None = None
     concept_support: int | None = None
+    #: True for settings read back from an index: the combination is not checked again
+    stored: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, stored: bool = False) -> None:
         object.__setattr__(self, "methods", tuple(self.methods))
         for name in ("min_words", "shingle_size", "shingle_offset", "char_shingle_size", "bottomk", "minhash_perms"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise SettingsMismatch(f"{name} must be a positive integer, got {v!r}", hint=f"pass --{name.replace('_', '-')} 1 or more")
+                option = "--sketch bottom-k:N with N" if name == "bottomk" else f"--{name.replace('_', '-')}"
+                raise SettingsMismatch(f"{name} must be a positive integer, got {v!r}", hint=f"pass {option} 1 or more")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise SettingsMismatch(f"seed must be an integer in [0, 2^63), got {self.seed!r}", hint="pass --seed 0 or another integer")
         unknown = [m for m in self.methods if m not in METHODS]
@@ -145,13 +159,51 @@ class Settings:
             raise SettingsMismatch(f"concept_support must be a positive integer, got {self.concept_support!r}", hint="pass --concept-support 85 (of a 100-element sketch)")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
+        if not stored:
+            self.check_combination()
+
+    def check_combination(self) -> None:
+        """Raise ``SettingsMismatch`` for settings that are each valid but cannot work together.
+
+        * ``concept_support`` is at most the bottom-k sketch size (a concept
+          cluster's members share that many sketch elements: more than the
+          sketch holds would silently give no clusters), and needs the bottomk
+          fingerprints;
+        * ``shingle_offset`` is at most ``shingle_size`` (a bigger step puts
+          the words between two shingles in none);
+        * with the ``jaccard`` or ``minhash`` pairs, ``minhash_perms`` are
+          enough for the LSH bands to make a pair at ``threshold`` a candidate
+          with probability >= 0.999 (one row per band is the most they can do:
+          ``1 - (1 - threshold)^minhash_perms``).
+        """
+        if self.concept_support is not None:
+            if "bottomk" not in self.methods:
+                raise SettingsMismatch(f"concept_support {self.concept_support} needs the bottomk fingerprints, which --methods leaves out",
+                                       hint="add bottomk to --methods, or drop --concept-support")
+            if self.concept_support > self.bottomk:
+                raise SettingsMismatch(
+                    f"concept_support {self.concept_support} is more than the bottom-k sketch size {self.bottomk}: "
+                    "no two documents could share that many sketch elements, so there would be no concept clusters",
+                    hint=f"pass --concept-support {self.bottomk} or less (the default is ceil(threshold x sketch size), "
+                         f"{math.ceil(self.threshold * self.bottomk - 1e-9)}), or a bigger --sketch bottom-k:N")
+        if self.shingle_offset > self.shingle_size:
+            raise SettingsMismatch(
+                f"shingle_offset {self.shingle_offset} is more than shingle_size {self.shingle_size}: "
+                f"{self.shingle_offset - self.shingle_size} word(s) between two shingles would be in no shingle",
+                hint=f"pass --shingle-offset {self.shingle_size} or less (1, the default, takes every shingle), or a bigger --shingle-size")
+        lsh = [p for p in self.pairs if p in LSH_PAIRS]
+        if lsh and lsh_recall(self.threshold, self.minhash_perms) < LSH_RECALL:
+            need = min_lsh_perms(self.threshold)
+            raise SettingsMismatch(
+                f"minhash_perms {self.minhash_perms} is too few for the LSH bands of the {','.join(lsh)} pairs at threshold "
+                f"{self.threshold:g}: a pair at the threshold would be a candidate with probability "
+                f"{lsh_recall(self.threshold, self.minhash_perms):.4f}, under {LSH_RECALL}",
+                hint=f"pass --minhash-perms {need} or more, or a higher --threshold")
 
     @property
     def support(self) -> int:
         """Common sketch elements a concept cluster needs: ``concept_support``, else
         ``ceil(threshold * bottomk)``."""
-        import math
-
         return self.concept_support if self.concept_support is not None else math.ceil(self.threshold * self.bottomk - 1e-9)
 
     @property
@@ -172,7 +224,7 @@ class Settings:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Settings:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{k: v for k, v in d.items() if k in known}, stored=True)
 
     def check_overrides(self, overrides: dict[str, Any]) -> None:
         """Raise when an explicitly given setting differs from the stored one."""
@@ -182,6 +234,22 @@ class Settings:
         if bad:
             desc = ", ".join(f"{k}={v!r} (index has {stored.get(k)!r})" for k, v in bad.items())
             raise SettingsMismatch(f"settings differ from the index: {desc}")
+
+
+def lsh_recall(threshold: float, perms: int) -> float:
+    """The most likely LSH makes a pair of Jaccard ``threshold`` a candidate with ``perms``
+    min-hashes: one row per band, ``1 - (1 - threshold)^perms``."""
+    return 1 - (1 - threshold) ** perms
+
+
+def min_lsh_perms(threshold: float) -> int:
+    """The fewest min-hash permutations with ``lsh_recall >= LSH_RECALL`` at ``threshold``."""
+    if threshold >= 1:
+        return 1
+    n = max(1, math.ceil(math.log(1 - LSH_RECALL) / math.log(1 - threshold)) - 1)
+    while lsh_recall(threshold, n) < LSH_RECALL:
+        n += 1
+    return n
 
 
 def requires(pair_method: str) -> tuple[str, ...]:

@@ -286,6 +286,6 @@ def test_sketches_do_not_depend_on_which_other_methods_are_on(docs, k):
     normal = text.normal_form(pa.array(docs, pa.large_string()))
     for a in (text.analyze(normal), text.analyze(normal, spans=False)):
         alone = {m: fingerprints.compute(normal, a, Settings(methods=(m,), bottomk=k, minhash_perms=k))[m] for m in ("bottomk", "minhash")}
-        both = fingerprints.compute(normal, a, Settings(methods=("shingles", "bottomk", "minhash"), bottomk=k, minhash_perms=k))
+        both = fingerprints.compute(normal, a, Settings(methods=("shingles", "bottomk", "minhash"), bottomk=k, minhash_perms=k, pairs=()))
         for m in alone:
             assert alone[m] == {c: v for c, v in both[m].items()}, m
