@@ -55,9 +55,9 @@ class SettingsMismatch(NeardupError):
 
 
 class InputError(NeardupError):
-    """An input file cannot be read at all (missing, unknown format)."""
+    """An input file cannot be read at all (missing, unknown format, unreadable reference file)."""
 
-    hint = "check the path; pass --format to name the format when the file name does not tell it"
+    hint = "check the path and that the file can be read"
     exit_code = 2
 
 

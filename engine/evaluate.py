@@ -277,17 +277,21 @@ def read_gold_clusters(con, path: str) -> tuple[list[set[int]], int]:
     return [g for _, g in sorted(groups.items())], unknown
 
 
+_CSV_FORM = ("a reference file is CSV with two columns: url (or doc id) pairs for --gold, "
+             "url (or doc id) and cluster label for --gold-clusters; a header line is optional")
+
+
 def _read_csv(path: str) -> list[list[str]]:
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = [r for r in csv.reader(fh) if r and any(x.strip() for x in r)]
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the reference file: {exc.strerror}") from exc
+        raise InputError(f"{path}: cannot read the reference file: {exc.strerror}", hint="check the path given with --gold / --gold-clusters") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})", hint=f"save it as UTF-8; {_CSV_FORM}") from exc
     for i, r in enumerate(rows, start=1):
         if len(r) < 2:
-            raise InputError(f"{path}: line {i}: expected two columns, got {len(r)}")
+            raise InputError(f"{path}: line {i}: expected two columns, got {len(r)}", hint=_CSV_FORM)
     return [[x.strip() for x in r] for r in rows]
 
 

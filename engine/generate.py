@@ -455,7 +455,7 @@ def generate(inputs: Sequence[str], out: str | Path, options: GenerateOptions | 
     o = options or GenerateOptions()
     o.check()
     if not inputs:
-        raise InputError("no input given")
+        raise InputError("no input given", hint="name one or more inputs: anything `neardup ingest` reads")
     out = Path(out)
     corpus = out / f"corpus.{o.output_format}"
     res = GenerateResult(out=str(out), corpus=str(corpus))

@@ -102,7 +102,7 @@ def test_parquet_rows_and_rejects(tmp_path):
     pq.write_table(pa.table({"url": ["a", None, "c"], "text": [TEXT, TEXT + " 2", None], "lang": ["en"] * 3}), p)
     rows, rejects, _ = collect(p)
     assert [r["url"] for r in rows] == ["a", f"{p}#row1"]
-    assert [(r.record, r.reason) for r in rejects] == [("row 2", "missing text field 'text' (null)")]
+    assert [(r.record, r.reason) for r in rejects] == [("row 2", "text field 'text' is null")]
 
 
 def test_parquet_missing_column_is_one_reject(tmp_path):

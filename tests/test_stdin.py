@@ -80,6 +80,8 @@ def from_stdin(data: bytes, opts: ReadOptions, monkeypatch) -> dict:
 
 
 def check_same(tmp_path: Path, name: str, data: bytes, fmt: str, monkeypatch) -> None:
+    if not data:  # a 0-byte .gz file is rejected by its name (cut); no name tells that 0 bytes of stdin were compressed
+        name = name.removesuffix(".gz")
     path = tmp_path / name
     path.write_bytes(data)
     want = as_stdin(collect(str(path), ReadOptions()), path)

@@ -1,10 +1,10 @@
 """Input readers. Each yields ``RawChunk``s: Arrow batches of raw records plus rejects.
 
-Formats: WARC/WET (``.warc``, ``.warc.gz``, ``.wet``, ``.wet.gz``), JSON Lines
-(``.jsonl``/``.ndjson``, optionally ``.gz``/``.zst``), Parquet, single
-``.html``/``.txt`` files (optionally ``.gz``/``.zst``), folders (walked
-recursively in sorted order, every supported file read by its suffix), and
-``-`` for standard input (format sniffed from the first bytes, or given with
+Formats, by file name suffix (``SUFFIXES``, any case, each optionally followed
+by ``.gz``, ``.zst`` or ``.zstd``): WARC/WET/ARC, JSON Lines, Parquet, single
+HTML and text documents. Folders are walked recursively in sorted order and
+every file with one of those suffixes is read (docs/cli.md lists them);
+``-`` is standard input (format sniffed from the first bytes, or given with
 ``--format``; then read like a file of that format).
 """
 
@@ -16,35 +16,41 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import InputError
-from .base import RAW_SCHEMA, RawChunk, Reject
+from .base import RAW_SCHEMA, ChunkBuilder, RawChunk, Reject
 from .files import HTML_SUFFIXES, TEXT_SUFFIXES, read_document_files, read_document_stream
 from .jsonl import read_jsonl
 from .options import ReadOptions
 from .parquet import read_parquet
-from .streams import Prefixed, decompressed_head, decompressing, peek, read_head
+from .streams import COMPRESSION_SUFFIXES, Prefixed, decompressed_head, decompressing, empty_compressed, peek, read_head
 from .warc import read_warc
 
-__all__ = ["RAW_SCHEMA", "RawChunk", "Reject", "ReadOptions", "FORMATS", "detect_format", "read_input", "sniff_format"]
+__all__ = ["RAW_SCHEMA", "RawChunk", "Reject", "ReadOptions", "FORMATS", "SUFFIXES", "COMPRESSION_SUFFIXES",
+           "detect_format", "read_input", "sniff_format"]
 
 FORMATS = ("warc", "jsonl", "parquet", "html", "text")
 
+#: The file name suffixes of each format (any case), each also read with one of
+#: ``COMPRESSION_SUFFIXES`` after it. A named file and a folder walk go by
+#: these alone (docs/cli.md has the same table; tests/test_input_edges.py checks both).
+SUFFIXES: dict[str, tuple[str, ...]] = {
+    "warc": (".warc", ".wet", ".arc"),
+    "jsonl": (".jsonl", ".ndjson", ".json"),
+    "parquet": (".parquet",),
+    "html": HTML_SUFFIXES,
+    "text": TEXT_SUFFIXES,
+}
+
 
 def detect_format(name: str) -> str | None:
-    """Format implied by a file name, or None."""
+    """Format implied by a file name (``SUFFIXES``), or None."""
     n = name.lower()
-    for suffix in (".gz", ".zst", ".zstd"):
+    for suffix in COMPRESSION_SUFFIXES:
         if n.endswith(suffix):
             n = n[: -len(suffix)]
-    if n.endswith((".warc", ".wet", ".arc")):
-        return "warc"
-    if n.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if n.endswith(".parquet"):
-        return "parquet"
-    if n.endswith(HTML_SUFFIXES):
-        return "html"
-    if n.endswith(TEXT_SUFFIXES):
-        return "text"
+            break
+    for fmt, suffixes in SUFFIXES.items():
+        if n.endswith(suffixes):
+            return fmt
     return None
 
 
@@ -58,17 +64,18 @@ def read_input(path: str, opts: ReadOptions) -> Iterator[RawChunk]:
     ``--format`` names): the same records, rejects and counts.
     """
     if opts.fmt is not None and opts.fmt not in FORMATS:
-        raise InputError(f"unknown format {opts.fmt!r}; use one of {', '.join(FORMATS)}")
+        raise InputError(f"unknown format {opts.fmt!r}", hint=f"pass --format with one of {', '.join(FORMATS)}")
     if path == "-":
         return _read_stdin(opts)
     p = Path(path)
     if not p.exists():
-        raise InputError(f"{path}: no such file or folder")
+        raise InputError(f"{path}: no such file or folder", hint="check the path; - reads standard input")
     if p.is_dir():
         return _read_folder(p, opts)
     fmt = opts.fmt or detect_format(p.name)
     if fmt is None:
-        raise InputError(f"{path}: cannot tell the format from the file name")
+        raise InputError(f"{path}: cannot tell the format from the file name",
+                         hint=f"pass --format ({', '.join(FORMATS)}), or name the file by its format (docs/cli.md lists the suffixes)")
     return _read_file(p, fmt, opts)
 
 
@@ -109,13 +116,22 @@ def _read_stdin(opts: ReadOptions) -> Iterator[RawChunk]:
 
 def _read_file(p: Path, fmt: str, opts: ReadOptions) -> Iterator[RawChunk]:
     source = str(p)
-    if fmt == "parquet":
+    why = empty_compressed(p.name, p.stat().st_size) if fmt not in ("html", "text") else None  # (documents: per file)
+    if why is not None:
+        yield _one_reject(source, why)
+    elif fmt == "parquet":
         yield from read_parquet(source, source, opts)
     elif fmt in ("html", "text"):
         yield from read_document_files([(p, fmt == "html")], source, opts)
     else:
         with open(p, "rb") as fh:
             yield from _read_stream(fh, source, fmt, opts)
+
+
+def _one_reject(source: str, reason: str) -> RawChunk:
+    b = ChunkBuilder(source)
+    b.reject("file", reason)
+    return b.take()
 
 
 def _read_stream(raw: BinaryIO, source: str, fmt: str, opts: ReadOptions) -> Iterator[RawChunk]:
@@ -134,7 +150,7 @@ def _read_stream(raw: BinaryIO, source: str, fmt: str, opts: ReadOptions) -> Ite
     elif fmt in ("html", "text"):
         yield from read_document_stream(raw, source, fmt == "html", opts)
     else:
-        raise InputError(f"{source}: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise InputError(f"{source}: unknown format {fmt!r}", hint=f"pass --format with one of {', '.join(FORMATS)}")
 
 
 def _read_folder(root: Path, opts: ReadOptions) -> Iterator[RawChunk]:

@@ -131,6 +131,33 @@ def looks_binary(data: bytes) -> bool:
     return controls > len(head) // 10
 
 
+#: bytes at the start of a text input (after decompression) that tell whether it is binary
+BINARY_CHECK_BYTES = 1 << 16
+#: NUL and the control bytes that text does not hold (tab, newline, vertical tab, form feed and carriage return are text)
+_NOT_TEXT_BYTES = bytes([*range(0, 9), *range(14, 32), 127])
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why the first bytes of a text input (after decompression) are binary, or None.
+
+    Binary: more than 10% of the first ``BINARY_CHECK_BYTES`` are NUL or
+    control bytes or bytes of invalid UTF-8 (random, compressed, image or
+    UTF-16 bytes are far above that; UTF-8 text has none, and text in an
+    8-bit charset with a few accented letters stays well under it). Used
+    once per input by the readers of line-based text (JSON Lines), so that
+    a binary file is one reject, not one per "line".
+    """
+    head = head[:BINARY_CHECK_BYTES]
+    if not head:
+        return None
+    controls = len(head) - len(head.translate(None, _NOT_TEXT_BYTES))
+    invalid = len(head) - len(head.decode("utf-8", "ignore").encode("utf-8"))
+    if (controls + invalid) * 10 <= len(head):
+        return None
+    return (f"binary content, not text: {controls:,} NUL or control bytes and {invalid:,} bytes of invalid UTF-8 "
+            f"in its first {len(head):,} bytes")
+
+
 def decode(data: bytes, charset: str | None, forced: str | None = None) -> tuple[str | None, str | None]:
     """Decode record bytes; returns ``(text, None)`` or ``(None, reason)``.
 

@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from .base import ChunkBuilder, RawChunk, decode, sniff_html_charset
 from .options import ReadOptions
-from .streams import Truncated, decompress_all
+from .streams import Truncated, decompress_all, empty_compressed
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
@@ -40,6 +40,10 @@ def read_document_file(path: Path, is_html: bool, b: ChunkBuilder, opts: ReadOpt
         data = path.read_bytes()
     except OSError as exc:
         b.reject("file", f"cannot read: {exc.strerror}", source=source)
+        return
+    why = empty_compressed(path.name, len(data))
+    if why is not None:
+        b.reject("file", why, source=source)
         return
     add_document(b, data, file_url(path), is_html or opts.html, opts, source=source)
 

@@ -20,16 +20,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from .base import RAW_SCHEMA, ChunkBuilder, RawChunk, looks_binary
+from .base import BINARY_CHECK_BYTES, RAW_SCHEMA, ChunkBuilder, RawChunk, binary_reason, looks_binary
 from .options import ReadOptions, record_url
-from .streams import Truncated, iter_blocks
+from .streams import Truncated, iter_blocks, read_head_safely
 
 _CONTROL_RE2 = "[\\x{00}-\\x{08}\\x{0e}-\\x{1f}\\x{7f}]"
 
 
 def read_jsonl(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawChunk]:
-    """Yield chunks of records; every bad line becomes a reject naming its line number."""
+    """Yield chunks of records; every bad line becomes a reject naming its line number.
+
+    A binary input (``binary_reason`` of its first 64 KB, after
+    decompression) is one reject, record ``file``, and is not read further.
+    """
     b = ChunkBuilder(source)
+    head, stream = read_head_safely(stream, BINARY_CHECK_BYTES)
+    why = binary_reason(head)
+    if why is not None:
+        b.n_bytes_read += len(head)
+        b.reject("file", f"{why}; JSON Lines is UTF-8 text, so nothing of the file is read")
+        yield b.take()
+        return
     lineno = 0
     try:
         for block in iter_blocks(stream):
@@ -94,8 +105,7 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions) -
             else:
                 if names_of is None:
                     names_of = block.split(b"\n")
-                obj = json.loads(names_of[i])
-                reason = f"missing text field {opts.text_field!r} (fields: {', '.join(sorted(obj))[:200]})"
+                reason = _no_text(json.loads(names_of[i]), opts.text_field)
             chunk_rejects.append((i, reason))
             bad[i] = True
     # the url: first non-empty id field, else SOURCE#lineN
@@ -128,6 +138,13 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions) -
     return RawChunk(batch, rejects, 0, len(block))
 
 
+def _no_text(obj: dict, name: str) -> str:
+    """The reason of a record whose text field is absent or JSON ``null``."""
+    if name in obj:
+        return f"text field {name!r} is null"
+    return f"missing text field {name!r} (fields: {', '.join(sorted(obj))[:200]})"
+
+
 def _is_binary(value: str) -> bool:
     return "\x00" in value or looks_binary(value[:8192].encode("utf-8", "surrogatepass"))
 
@@ -144,14 +161,15 @@ def _one_line(b: ChunkBuilder, line: bytes, lineno: int, source: str, opts: Read
     try:
         obj = json.loads(text_line)
     except json.JSONDecodeError as exc:
-        b.reject(rec, f"malformed JSON: {exc.msg} at column {exc.colno}")
+        # json's messages may end with "at" ("Unterminated string starting at"): one "at" before the column
+        b.reject(rec, f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}")
         return
     if not isinstance(obj, dict):
         b.reject(rec, f"expected a JSON object, got {type(obj).__name__}")
         return
     value = obj.get(opts.text_field)
     if value is None:
-        b.reject(rec, f"missing text field {opts.text_field!r} (fields: {', '.join(sorted(obj))[:200]})")
+        b.reject(rec, _no_text(obj, opts.text_field))
         return
     if not isinstance(value, str):
         b.reject(rec, f"text field {opts.text_field!r} is a {type(value).__name__}, not a string")

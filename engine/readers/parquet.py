@@ -47,7 +47,7 @@ def read_parquet(path: str | pa.NativeFile, source: str, opts: ReadOptions) -> I
             for i, text in enumerate(texts):
                 rec = f"row {row0 + i}"
                 if text is None:
-                    b.reject(rec, f"missing text field {opts.text_field!r} (null)")
+                    b.reject(rec, f"text field {opts.text_field!r} is null")
                     continue
                 if "\x00" in text or looks_binary(text[:8192].encode("utf-8", "surrogatepass")):
                     b.reject(rec, "binary content (NUL or control characters), not text")

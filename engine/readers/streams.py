@@ -13,8 +13,24 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+#: file name suffixes of gzip/zstd compression (after the format's own suffix)
+COMPRESSION_SUFFIXES = (".gz", ".zst", ".zstd")
+
+
 class Truncated(Exception):
     """A compressed stream ended early or is corrupt."""
+
+
+def empty_compressed(name: str, size: int) -> str | None:
+    """The reject reason of a 0-byte file whose name says it is compressed, else None.
+
+    A gzip or zstd stream holds at least a header (gzip of nothing is 20
+    bytes), so such a file was cut or never written; a 0-byte plain file is
+    read as what it is (no records; an HTML/text file: an empty document).
+    """
+    if size == 0 and name.lower().endswith(COMPRESSION_SUFFIXES):
+        return "empty compressed file (0 bytes, not even a gzip/zstd header): cut or never written; nothing to read"
+    return None
 
 
 def decompressing(raw: BinaryIO, head: bytes) -> BinaryIO:
@@ -142,6 +158,36 @@ def read_head(raw: BinaryIO, n: int) -> bytes:
         parts.append(data)
         got += len(data)
     return b"".join(parts)
+
+
+def read_head_safely(raw: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    """The first ``n`` bytes of a stream (fewer at its end, or before damage), and
+    a stream that reads everything from the start again: those bytes, then the
+    rest, or then the error that stopped the reading (a cut or corrupt
+    compressed input is reported where the reader meets it, as before)."""
+    parts, got = [], 0
+    try:
+        while got < n:
+            data = raw.read(n - got)
+            if not data:
+                break
+            parts.append(data)
+            got += len(data)
+    except Exception as exc:  # noqa: BLE001 - re-raised by the next read, where the reader handles it
+        head = b"".join(parts)
+        return head, Prefixed(head, _Failing(exc))
+    head = b"".join(parts)
+    return head, Prefixed(head, raw)
+
+
+class _Failing:
+    """A stream whose next read raises ``exc`` (again at every read)."""
+
+    def __init__(self, exc: BaseException):
+        self._exc = exc
+
+    def read(self, n: int = -1) -> bytes:
+        raise self._exc
 
 
 class Prefixed(io.RawIOBase):

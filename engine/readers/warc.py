@@ -9,8 +9,9 @@ from typing import BinaryIO
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from .base import ChunkBuilder, RawChunk, charset_from_content_type, decode, sniff_html_charset
+from .base import BINARY_CHECK_BYTES, ChunkBuilder, RawChunk, binary_reason, charset_from_content_type, decode, sniff_html_charset
 from .options import ReadOptions
+from .streams import ZSTD_MAGIC, Truncated, decompress_all, decompressed_head, is_compressed, peek
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -19,9 +20,16 @@ def read_warc(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawC
     """Yield chunks of documents; other records (requests, metadata, images, redirects) are skipped.
 
     A record is named by its byte offset in the (compressed) file. A cut or
-    corrupt file yields every record before the damage and one reject for it.
+    corrupt file yields every record before the damage and one reject for it;
+    a file that is no WARC at all (binary content, or zstd-compressed, which
+    warcio cannot read) is one reject, record ``file``.
     """
     b = ChunkBuilder(source)
+    stream, head = peek(stream, 4)
+    if head.startswith(ZSTD_MAGIC):
+        b.reject("file", "zstd-compressed WARC, which is not supported (plain and gzip WARC are); decompress it first (zstd -d)")
+        yield b.take()
+        return
     counted = _Counting(stream)
     it = ArchiveIterator(counted, arc2warc=True)
     end = 0  # where the last complete record ends
@@ -37,7 +45,12 @@ def read_warc(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawC
     except _TruncatedRecord as exc:
         b.reject(f"offset {exc.offset}", f"truncated WARC record ({exc.missing} bytes missing); the rest of the file is lost")
     except (ArchiveLoadFailed, EOFError, zlib.error, OSError, ValueError) as exc:
-        b.reject(f"offset {end}", f"truncated or corrupt WARC ({type(exc).__name__}: {str(exc)[:200]}); the rest of the file is lost")
+        first = decompressed_head(bytes(counted.head), BINARY_CHECK_BYTES) if end == 0 else b"WARC/"
+        why = None if first.startswith((b"WARC/", b"filedesc://")) else binary_reason(first)
+        if why is not None:
+            b.reject("file", f"{why}; not a WARC or ARC file, so nothing of it is read")
+        else:
+            b.reject(f"offset {end}", f"truncated or corrupt WARC ({type(exc).__name__}: {str(exc)[:200]}); the rest of the file is lost")
     if b.pending():
         yield b.take()
 
@@ -58,18 +71,23 @@ class _Counting:
         self.raw = raw
         self.total = 0
         self._tail = bytearray()  # the last bytes read, to tell padding from data
+        self.head = bytearray()  # the first bytes read, to tell a binary file
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
-        self.total += len(data)
-        self._tail = (self._tail + data)[-(1 << 16):]
+        self._note(data)
         return data
 
     def readline(self, n: int = -1) -> bytes:
         data = self.raw.readline(n)
+        self._note(data)
+        return data
+
+    def _note(self, data: bytes) -> None:
         self.total += len(data)
         self._tail = (self._tail + data)[-(1 << 16):]
-        return data
+        if len(self.head) < BINARY_CHECK_BYTES:
+            self.head += data[: BINARY_CHECK_BYTES - len(self.head)]
 
     def drain(self) -> None:
         while self.read(1 << 16):
@@ -80,7 +98,13 @@ class _Counting:
         n = self.total - end
         if n > len(self._tail):
             return True
-        return bool(bytes(self._tail[len(self._tail) - n :]).strip())
+        tail = bytes(self._tail[len(self._tail) - n :])
+        if is_compressed(tail):  # e.g. an empty gzip member: compressed nothing is no data
+            try:
+                tail = decompress_all(tail)
+            except Truncated:
+                return True
+        return bool(tail.strip())
 
 
 def _one_record(b: ChunkBuilder, rec, it: ArchiveIterator, opts: ReadOptions) -> int:
