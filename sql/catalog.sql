@@ -64,8 +64,15 @@ UPDATE documents SET is_latest = false
 WHERE is_latest AND doc_id IN (SELECT doc_id FROM old_ids);
 
 -- name: insert_rejects
--- Append rejects from the registered Arrow table `new_rejects`.
-INSERT INTO rejects SELECT batch_id, source, record, reason FROM new_rejects;
+-- Append rejects from the registered Arrow table `new_rejects`, but those a
+-- committed batch already recorded (same source, record and reason): rejects
+-- of an input ingested again are a no-op, like its unchanged documents.
+INSERT INTO rejects
+SELECT n.batch_id, n.source, n.record, n.reason FROM new_rejects n
+WHERE NOT EXISTS (
+    SELECT 1 FROM rejects r JOIN batches b ON b.batch_id = r.batch_id AND b.status = 'committed'
+    WHERE r.source = n.source AND r.record = n.record AND r.reason = n.reason
+);
 
 -- name: insert_batch
 -- Record a finished batch.
