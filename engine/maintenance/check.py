@@ -157,10 +157,14 @@ class _Check:
     def run(self) -> None:
         try:
             if self.open_catalog():
-                self.schema()
-                self.data()
-                self.settings_rows()
-                self.consistency()
+                for what, step in (("catalog schema", self.schema), ("catalog data", self.data), ("settings", self.settings_rows),
+                                   ("batches and documents", self.consistency)):
+                    try:
+                        step()
+                    except duckdb.Error as exc:  # damage the step did not expect (e.g. in the catalog's own metadata)
+                        self.alive()
+                        self.unreadable.add(what)
+                        self.add(what, PROBLEM, f"cannot be read: {_first_line(exc)}", REPAIR_CATALOG)
             self.pending()
             self.log()
             self.postings()
