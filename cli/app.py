@@ -486,11 +486,14 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
         if t:
             err.print(f"[yellow]{m}: {t} cluster(s) truncated[/]: the miner's work budget ran out there, so the cluster is the "
                       "neighbourhood of its anchor, not a maximal set (SELECT * FROM clusters WHERE truncated)", highlight=False)
-    out.print(
-        f"[bold]postings[/] up to batch {i.postings_applied_batch}; keys: "
-        + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),
-        highlight=False,
-    )
+    if i.postings_applied_batch is None:
+        out.print("[bold]postings[/] missing (the postings/ folder is gone): run `neardup rebuild --postings`", highlight=False)
+    else:
+        out.print(
+            f"[bold]postings[/] up to batch {i.postings_applied_batch}; keys: "
+            + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),
+            highlight=False,
+        )
     if i.batches:
         t = Table("batch", "source", "status", "added", "unchanged", "skipped", "rejected", "finished")
         for b in i.batches:

@@ -143,7 +143,8 @@ class IndexInfo:
     settings: dict[str, Any]
     counts: dict[str, int]
     batches: list[dict[str, Any]]
-    postings_applied_batch: int
+    #: the last batch the postings hold, None when the postings folder is missing
+    postings_applied_batch: int | None
     postings_keys: dict[str, int]
     #: pairs per pair method in ``duplicates``
     pairs: dict[str, int]
@@ -166,7 +167,7 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
         batches = [dict(zip(names, r)) for r in cur.fetchall()]
         pairs = dict(con.execute(query("catalog", "pairs_per_method")).fetchall())
         clusters = {m: (n, t) for m, n, t in con.execute(query("catalog", "clusters_per_method")).fetchall()}
-    applied, keys = 0, {}
+    applied, keys = None, {}
     if index.postings_path.exists():
         p = LmdbPostings(index.postings_path, readonly=True)
         try:

@@ -157,3 +157,17 @@ def test_ingest_reports_pairs_and_clusters_and_rebuild_runs_other_clusterings(tm
     assert "clusters" in r.output and "concept=" in r.output
     r = invoke("rebuild", "--index", ix, "--clusters", "nope")
     assert r.exit_code == 2 and "unknown clustering" in r.output
+
+
+def test_info_reports_missing_postings_as_missing(tmp_path):
+    import shutil
+
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": words_text(30, seed=i)} for i in range(3)])
+    idx = str(tmp_path / "i")
+    assert invoke("ingest", "-q", "--index", idx, str(src)).exit_code == 0
+    assert "up to batch 1" in invoke("info", "--index", idx).output
+    shutil.rmtree(tmp_path / "i" / "postings")
+    r = invoke("info", "--index", idx)
+    assert r.exit_code == 0 and "postings missing" in " ".join(r.output.split()) and "rebuild --postings" in r.output
+    assert invoke("rebuild", "--index", idx, "--postings").exit_code == 0
+    assert "up to batch 1" in invoke("info", "--index", idx).output
