@@ -323,19 +323,86 @@ VALUE_CACHE_BYTES = 256 << 20
 
 
 class ValueCache:
-    """Values read for one batch, per value table, dropped whole when they outgrow ``VALUE_CACHE_BYTES``."""
+    """Values read for one batch, per value table, dropped whole when they outgrow ``VALUE_CACHE_BYTES``:
+    variable-width ones (shingle sets) as ``{doc_id: bytes}``, fixed-width ones (signatures,
+    simhashes) as ``(ids ascending, (n, width) uint8 rows)``."""
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[int, bytes]] = {}
+        self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.size = 0
 
-    def add(self, table: str, got: dict) -> None:
-        self.size += sum(len(v) if isinstance(v, (bytes, bytearray)) else 64 for v in got.values()) + 100 * len(got)
+    def _grow(self, n_bytes: int) -> bool:
+        self.size += n_bytes
         if self.size > VALUE_CACHE_BYTES:
             self.tables.clear()
+            self.fixed.clear()
             self.size = 0
+            return False
+        return True
+
+    def add(self, table: str, got: dict) -> None:
+        if self._grow(sum(len(v) if isinstance(v, (bytes, bytearray)) else 64 for v in got.values()) + 100 * len(got)):
+            self.tables.setdefault(table, {}).update(got)
+
+    def add_fixed(self, table: str, ids: np.ndarray, rows: np.ndarray) -> None:
+        if not ids.size or not self._grow(rows.nbytes + 8 * ids.size):
             return
-        self.tables.setdefault(table, {}).update(got)
+        if table in self.fixed:
+            old_ids, old_rows = self.fixed[table]
+            ids, rows = np.concatenate([old_ids, ids]), np.concatenate([old_rows, rows])
+        order = np.argsort(ids, kind="stable")
+        self.fixed[table] = (ids[order], rows[order])
+
+
+def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
+                  width: int, encode, cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted ids, (n, width) uint8 rows)`` of a fixed-width value: from ``cache``, older
+    documents' from the postings' value table (as one buffer, no object per document), the
+    rest from the catalog column (``encode(arrow column) -> rows``)."""
+    ids = np.unique(ids)
+    rows = np.zeros((ids.size, width), np.uint8)
+    have = np.zeros(ids.size, bool)
+    if cache is not None and value_table in cache.fixed:
+        c_ids, c_rows = cache.fixed[value_table]
+        pos = np.minimum(np.searchsorted(c_ids, ids), c_ids.size - 1)
+        hit = c_ids[pos] == ids
+        rows[hit] = c_rows[pos[hit]]
+        have = hit
+    got_ids, got_rows = [], []
+    todo = ids[~have & (ids < lo)]
+    if postings is not None and todo.size:
+        f_ids, f_rows = postings.get_fixed(value_table, todo, width)
+        at = np.searchsorted(ids, f_ids)
+        rows[at], have[at] = f_rows, True
+        got_ids.append(f_ids)
+        got_rows.append(f_rows)
+    rest = ids[~have]
+    if rest.size:
+        t = _fetch(con, fp_table, f"f.{column}", rest)
+        r_ids = t.column("doc_id").to_numpy()
+        r_rows = encode(t.column(column))
+        at = np.searchsorted(ids, r_ids)
+        rows[at], have[at] = r_rows, True
+        got_ids.append(r_ids)
+        got_rows.append(r_rows)
+    if not have.all():
+        raise ValueError(f"{fp_table}: no {column} for documents {ids[~have][:5].tolist()}")
+    if cache is not None and got_ids:
+        cache.add_fixed(value_table, np.concatenate(got_ids).astype(np.int64), np.concatenate(got_rows))
+    return ids, rows
+
+
+def _signature_rows(col: pa.ChunkedArray) -> np.ndarray:
+    """Catalog min-hash signatures as the value table stores them: the low 32 bits, big-endian."""
+    flat = col.combine_chunks().flatten().to_numpy().astype(np.uint64)
+    n = len(col)
+    return (flat & np.uint64(0xFFFFFFFF)).astype(">u4").view(np.uint8).reshape(n, -1)
+
+
+def _simhash_rows(col: pa.ChunkedArray) -> np.ndarray:
+    """Catalog simhashes as the value table stores them: 8 bytes, big-endian."""
+    return col.to_numpy().astype(np.uint64).astype(">u8").view(np.uint8).reshape(len(col), 8)
 
 
 def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
@@ -388,10 +455,9 @@ def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, posti
 
     if a.size == 0:
         return np.zeros(0, bool)
-    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES, cache)
-    low = np.uint64(0xFFFFFFFF)
-    blobs = [v if isinstance(v, (bytes, bytearray)) else (np.asarray(v, dtype=np.uint64) & low).astype(">u4").tobytes() for v in vals]
-    sig = np.frombuffer(b"".join(blobs), dtype=">u4").reshape(len(vals), perms).astype(np.uint32)
+    ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES,
+                              4 * perms, _signature_rows, cache)
+    sig = rows.view(">u4").reshape(ids.size, perms).astype(np.uint32)
     return kernels.pair_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
 
 
@@ -439,8 +505,8 @@ def bottomk_similarity(con, a: np.ndarray, b: np.ndarray, settings: Settings) ->
 
 def _simhash_distance(con, method: str, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0,
                       cache: ValueCache | None = None) -> np.ndarray:
-    ids, vals = _values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method, cache)
-    v = np.array([x if isinstance(x, int) else int.from_bytes(x, "big") for x in vals], dtype=np.uint64)
+    ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method, 8, _simhash_rows, cache)
+    v = rows.view(">u8").ravel().astype(np.uint64)
     return np.bitwise_count(v[_rows_of(ids, a)] ^ v[_rows_of(ids, b)]).astype(np.int64)
 
 

@@ -89,3 +89,19 @@ def test_full_map_grows_instead_of_failing(tmp_path, monkeypatch):
     assert store.env.info()["map_size"] > size
     assert store.get("t", int(keys[123])).tolist() == [124, n + 124, 2 * n + 124]
     store.close()
+
+
+@pytest.mark.parametrize("make", [MemoryPostings, "lmdb"])
+def test_fixed_width_values_come_back_as_rows_of_the_ids_present(tmp_path, make):
+    store = LmdbPostings(tmp_path / "p") if make == "lmdb" else make()
+    try:
+        ids = np.array([3, 7, 8, 20], dtype=np.uint64)
+        vals = [bytes([i]) * 4 + bytes([255 - i]) * 4 for i in ids.tolist()]
+        store.apply_batch(1, {"val:x": (ids, vals), "t": (np.array([1], np.uint64), np.array([3], np.uint64))})
+        found, rows = store.get_fixed("x", np.array([20, 1, 7, 7, 3], dtype=np.uint64), 8)
+        assert found.tolist() == [3, 7, 20]
+        assert [bytes(r) for r in rows] == [vals[0], vals[1], vals[3]]
+        found, rows = store.get_fixed("missing", np.array([3], dtype=np.uint64), 8)
+        assert found.size == 0 and rows.shape == (0, 8)
+    finally:
+        store.close()

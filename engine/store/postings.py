@@ -104,6 +104,14 @@ class Postings:
         """``{doc_id: value}`` of value table ``table`` (without ``val:``) for the ids present."""
         raise NotImplementedError
 
+    def get_fixed(self, table: str, ids: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(found ids ascending, their values as a (n, width) uint8 array)`` of a value table whose
+        values are all ``width`` bytes."""
+        got = self.get_values(table, ids)
+        found = np.array(sorted(got), dtype=np.int64)
+        rows = np.frombuffer(b"".join(got[i] for i in found.tolist()), dtype=np.uint8).reshape(found.size, width)
+        return found, rows
+
     def get_flat(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For many keys at once: ``(which, ids)``, every stored id of ``keys[which[i]]``,
         grouped by key in the order of ``keys``."""
@@ -315,6 +323,28 @@ class LmdbPostings(Postings):
                 out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + LOOKUP_SLICE]))
             self._release()
         return out
+
+    def get_fixed(self, table, ids, width):
+        db = self._db(VALUES + table)
+        ids = np.unique(np.asarray(ids, dtype=np.uint64))
+        if db is None or ids.size == 0:
+            return np.zeros(0, np.int64), np.zeros((0, width), np.uint8)
+        kb = ids.astype(_KEY_DTYPE).tobytes()
+        want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
+        keys, vals = [], []
+        for s in range(0, len(want), LOOKUP_SLICE):
+            with self.env.begin(db=db) as txn:
+                got = txn.cursor().getmulti(want[s : s + LOOKUP_SLICE])
+                if got:
+                    k, v = zip(*got)
+                    keys.append(b"".join(k))
+                    vals.append(b"".join(v))
+            self._release()
+        found = np.frombuffer(b"".join(keys), dtype=_KEY_DTYPE).astype(np.int64)
+        rows = np.frombuffer(b"".join(vals), dtype=np.uint8)
+        if rows.size != found.size * width:
+            raise ValueError(f"value table {table}: values are not all {width} bytes")
+        return found, rows.reshape(found.size, width)
 
     def _release(self) -> None:
         """Unmap the environment's pages from this process (they stay in the page cache): every
