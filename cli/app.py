@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -46,7 +47,7 @@ DEFAULT_INDEX = Path("neardup-index")
 
 
 def _fail(exc: NeardupError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     raise typer.Exit(exc.exit_code)
 
 
@@ -276,10 +277,12 @@ def sql(
     if fmt not in ("table", "csv", "json", "tsv"):
         err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
         raise typer.Exit(2)
+    idx = Index(index)
     try:
-        result = run_sql(Index(index), query)
+        result = run_sql(idx, query)
     except NeardupError as exc:
         _fail(exc)
+    _note_unrepaired(idx.unrepaired)
     rows = result.to_pylist()
     cols = result.column_names
     if fmt in ("csv", "tsv"):
@@ -297,6 +300,15 @@ def sql(
         out.print(t)
         more = f" (showing {max_rows})" if len(rows) > max_rows else ""
         out.print(f"{len(rows)} row{'s' if len(rows) != 1 else ''}{more}", highlight=False)
+
+
+def _note_unrepaired(exc: NeardupError | None) -> None:
+    """A reader could not repair an interrupted write: say so (on stderr), and why."""
+    if exc is not None:
+        first = escape(str(exc).splitlines()[0])
+        err.print(f"[yellow]note: an interrupted write could not be repaired here ({first}); this is the last committed "
+                  "state, and the postings stay behind it until a writer (any ingest, or `neardup rebuild --postings`) "
+                  "repairs them[/]", highlight=False)
 
 
 def _cell(v: object) -> str:
@@ -486,7 +498,10 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
         if t:
             err.print(f"[yellow]{m}: {t} cluster(s) truncated[/]: the miner's work budget ran out there, so the cluster is the "
                       "neighbourhood of its anchor, not a maximal set (SELECT * FROM clusters WHERE truncated)", highlight=False)
-    if i.postings_applied_batch is None:
+    if i.postings_problem is not None:
+        why = escape(getattr(i.postings_problem, "detail", "") or str(i.postings_problem).splitlines()[0])
+        out.print(f"[bold]postings[/] cannot be read ({why}): run `neardup rebuild --postings`", highlight=False)
+    elif i.postings_applied_batch is None:
         out.print("[bold]postings[/] missing (the postings/ folder is gone): run `neardup rebuild --postings`", highlight=False)
     else:
         out.print(
@@ -494,6 +509,7 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
             + (", ".join(f"{k}={v}" for k, v in i.postings_keys.items()) or "none"),
             highlight=False,
         )
+    _note_unrepaired(i.unrepaired)
     if i.batches:
         t = Table("batch", "source", "status", "added", "unchanged", "skipped", "rejected", "finished")
         for b in i.batches:
@@ -570,4 +586,13 @@ def backup(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception as exc:  # the engine turns storage faults into NeardupErrors; this catches any it missed
+        from neardup.storage import convert
+
+        fault = convert(exc, Path.cwd(), "running the command")
+        if fault is None:
+            raise
+        err.print(f"[bold red]error:[/] {escape(str(fault))}", markup=True, highlight=False)
+        sys.exit(fault.exit_code)

@@ -87,3 +87,41 @@ class QueryRefused(QueryError):
         "the index is changed only by `neardup ingest` and `neardup rebuild` (see docs/cli.md)"
     )
     exit_code = 2
+
+
+class StorageError(NeardupError):
+    """A file neardup must write or read cannot be: a read-only folder, no permission, a full disk, an I/O error.
+
+    ``path`` is the file or folder concerned, ``kind`` one of ``neardup.storage.KINDS``.
+    """
+
+    hint = "check that the index folder can be written and that its disk has room, then run the command again"
+    exit_code = 8
+
+    def __init__(self, message: str, hint: str | None = None, path: str | None = None, kind: str = "os error"):
+        super().__init__(message, hint)
+        self.path, self.kind = path, kind
+
+
+class CatalogDamaged(NeardupError):
+    """``catalog.duckdb`` cannot be read: its header or a block in use is damaged."""
+
+    hint = ("run `neardup check --index DIR` to see what is damaged, then restore the index folder from a backup "
+            "(`neardup backup` makes one): the catalog is the source of truth and nothing can re-derive it")
+    exit_code = 7
+
+    def __init__(self, message: str, hint: str | None = None, path: str | None = None, detail: str = ""):
+        super().__init__(message, hint)
+        self.path, self.detail = path, detail
+
+
+class PostingsDamaged(NeardupError):
+    """The LMDB postings cannot be opened or read (they are derived from the catalog: a rebuild repairs them)."""
+
+    hint = ("run `neardup rebuild --postings --index DIR`: it re-derives the postings from the catalog "
+            "(`neardup sql` and `info` keep working meanwhile)")
+    exit_code = 6
+
+    def __init__(self, message: str, hint: str | None = None, path: str | None = None, detail: str = ""):
+        super().__init__(message, hint)
+        self.path, self.detail = path, detail

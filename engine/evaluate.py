@@ -510,8 +510,11 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
     ev.seconds = time.perf_counter() - t0
     if out:
         from . import report
+        from .storage import guard
 
-        report.write(ev, Path(out))
+        with guard(Path(out), "writing the evaluation report",
+                   f"The evaluation is stored in the index (evaluations, run {ev.run_id}); only the report files are missing"):
+            report.write(ev, Path(out))
     return ev
 
 

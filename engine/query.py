@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from . import storage
 from .errors import NeardupError, QueryError, QueryRefused
 from .sqlfiles import query
 from .store import catalog
@@ -63,6 +64,10 @@ def run_sql(index: Index, sql: str) -> pa.Table:
         except duckdb.PermissionException as exc:
             raise QueryRefused(f"refused: the query reaches outside the catalog ({_first_line(exc)})", hint=_OUTSIDE_HINT) from exc
         except duckdb.Error as exc:
+            # a damaged block or a failing disk is not the query's fault
+            fault = storage.convert(exc, index.catalog_path, "running the query", index=index.path)
+            if fault is not None:
+                raise fault from exc
             raise QueryError(f"query failed: {_first_line(exc)}") from exc
 
 
@@ -143,13 +148,18 @@ class IndexInfo:
     settings: dict[str, Any]
     counts: dict[str, int]
     batches: list[dict[str, Any]]
-    #: the last batch the postings hold, None when the postings folder is missing
+    #: the last batch the postings hold, None when the postings folder is missing or cannot be read
     postings_applied_batch: int | None
     postings_keys: dict[str, int]
     #: pairs per pair method in ``duplicates``
     pairs: dict[str, int]
     #: per clustering method: (clusters, truncated clusters)
     clusters: dict[str, tuple[int, int]]
+    #: why the postings cannot be read (a PostingsDamaged), None when they can or are missing
+    postings_problem: NeardupError | None = None
+    #: an interrupted write this reader could not repair (``Index.unrepaired``): what is shown is the
+    #: last committed state, and the postings may be behind it until a writer repairs them
+    unrepaired: NeardupError | None = None
 
 
 def info(index: Index, n_batches: int = 10) -> IndexInfo:
@@ -167,12 +177,17 @@ def info(index: Index, n_batches: int = 10) -> IndexInfo:
         batches = [dict(zip(names, r)) for r in cur.fetchall()]
         pairs = dict(con.execute(query("catalog", "pairs_per_method")).fetchall())
         clusters = {m: (n, t) for m, n, t in con.execute(query("catalog", "clusters_per_method")).fetchall()}
-    applied, keys = None, {}
+    applied, keys, problem = None, {}, None
     if index.postings_path.exists():
-        p = LmdbPostings(index.postings_path, readonly=True)
         try:
-            applied = p.applied_batch()
-            keys = p.stats()
-        finally:
-            p.close()
-    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys, pairs, clusters)
+            with storage.guard(index.postings_path, "reading the postings", index=index.path):
+                p = LmdbPostings(index.postings_path, readonly=True)
+                try:
+                    applied = p.applied_batch()
+                    keys = p.stats()
+                finally:
+                    p.close()
+        except NeardupError as exc:  # damaged or unreadable postings do not hide the catalog's summary
+            applied, keys, problem = None, {}, exc
+    return IndexInfo(str(index.path), version, settings, counts, batches, applied, keys, pairs, clusters, problem,
+                     index.unrepaired)

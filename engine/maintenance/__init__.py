@@ -20,13 +20,14 @@ LOCK_POLL = 0.5
 @contextlib.contextmanager
 def writer_lock(index: Index, wait: float = 0.0) -> Iterator[WriterLock]:
     """Hold ``index``'s writer lock; a held one is waited for up to ``wait`` seconds, then
-    ``IndexLocked`` (naming the writer) is raised."""
+    ``IndexLocked`` (naming the writer) is raised. Neither command writes to the index, so a
+    read-only folder is no obstacle (``WriterLock.acquire``'s ``read_only_ok``)."""
     index.require()
     lock = WriterLock(index.path)
     deadline = time.monotonic() + max(wait, 0.0)
     while True:
         try:
-            lock.acquire()
+            lock.acquire(read_only_ok=True)
             break
         except IndexLocked as exc:
             if time.monotonic() >= deadline:

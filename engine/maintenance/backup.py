@@ -43,6 +43,7 @@ from ..errors import NeardupError
 from ..sqlfiles import query
 from ..store import catalog
 from ..store.index import PENDING_FILE, POSTINGS_DIR, Index
+from ..storage import guard
 from ..store.postings import LmdbPostings
 from . import writer_lock
 from .check import CheckReport, check_index
@@ -80,9 +81,18 @@ def backup(index: Index, dest: str | os.PathLike, wait: float = 0.0, check: bool
     index.require()
     dest = Path(dest)
     _refuse_unless_empty(index, dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.partial-{os.getpid()}"
     res = BackupResult(str(index.path), str(dest))
+    with guard(dest, f"backing up {index.path} to {dest}", "The index is unchanged; the partial copy was removed"):
+        _copy(index, dest, tmp, wait, res)
+    if check:
+        res.check = check_index(Index(dest))
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _copy(index: Index, dest: Path, tmp: Path, wait: float, res: BackupResult) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         tmp.mkdir()
         with writer_lock(index, wait):
@@ -108,10 +118,6 @@ def backup(index: Index, dest: str | os.PathLike, wait: float = 0.0, check: bool
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if check:
-        res.check = check_index(Index(dest))
-    res.seconds = time.perf_counter() - t0
-    return res
 
 
 def _refuse_unless_empty(index: Index, dest: Path) -> None:
@@ -138,7 +144,12 @@ def _copy_files(index: Index, tmp: Path) -> list[str]:
 
 def _copy_postings(src: Path, dst: Path) -> int:
     """LMDB's own copy of the environment (one read transaction: a snapshot); returns its size."""
-    env = lmdb.open(str(src), readonly=True, lock=True, max_dbs=64, subdir=True)
+    try:
+        env = lmdb.open(str(src), readonly=True, lock=True, max_dbs=64, subdir=True)
+    except lmdb.Error:
+        # lock.mdb cannot be written (a read-only folder): no LMDB writer can run while neardup's
+        # writer lock is held, so the environment is read without LMDB's reader table
+        env = lmdb.open(str(src), readonly=True, lock=False, max_dbs=64, subdir=True)
     try:
         env.set_mapsize(0)  # adopt the size the writer grew the map to
         dst.mkdir()

@@ -11,21 +11,27 @@ import duckdb
 
 from ..errors import IndexBusy, NeardupError, SchemaTooNew
 from ..sqlfiles import migrations, query
+from ..storage import convert
 
 CATALOG_FILE = "catalog.duckdb"
 
 
 def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.DuckDBPyConnection:
-    """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it."""
+    """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it, a damaged
+    file ``CatalogDamaged``, a file that cannot be opened a ``StorageError`` (``neardup.storage``)."""
     try:
         return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
+    except duckdb.Error as exc:
         msg = str(exc)
-        if "lock" in msg.lower():
+        if isinstance(exc, duckdb.IOException) and ("Could not set lock" in msg or "Conflicting lock" in msg):
             pid = re.search(r"PID (\d+)", msg)
             who = holder or (f"process {pid.group(1)}" if pid else "another process")
             raise IndexBusy(f"{path.parent}: the catalog is in use by {who}") from exc
-        raise NeardupError(f"{path}: cannot open the catalog: {msg}") from exc
+        doing = "opening the catalog" + ("" if read_only else " for writing")
+        err = convert(exc, path, doing, index=path.parent)
+        if err is None:
+            raise NeardupError(f"{path}: cannot open the catalog: {msg}") from exc
+        raise err from exc
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:

@@ -34,6 +34,7 @@ anything else.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -47,7 +48,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..errors import IndexLocked, IndexNotFound
+from .. import storage
+from ..errors import IndexLocked, IndexNotFound, NeardupError, PostingsDamaged, StorageError
 from ..keys import batch_postings
 from ..settings import Settings
 from ..sqlfiles import query
@@ -59,6 +61,18 @@ PENDING_FILE = "batch.pending"
 POSTINGS_DIR = "postings"
 #: a posting table only releases before the rare-values concept search wrote
 OLD_LAYOUT_TABLE = "concept_prefix"
+#: what the index keeps after a storage fault at each step of a writer (the end of a StorageError's hint)
+KEEPS_NOTHING = "Nothing in the index was changed"
+KEEPS_OPEN = ("The index keeps its last committed state (`neardup sql` reads it); an interrupted write is finished "
+              "by the next writer that can")
+KEEPS_WRITE = ("The write that failed was rolled back: the index keeps everything committed before it, and the next "
+               "write works once the cause is fixed")
+KEEPS_POSTINGS = ("The batch is committed in the catalog (`neardup sql` sees it); its postings are re-derived from the "
+                  "catalog by the next write (or `neardup rebuild --postings`) once the cause is fixed")
+KEEPS_REBUILD = ("The catalog is as committed; the postings are re-derived from it by the next write (or `neardup "
+                 "rebuild --postings`) once the cause is fixed")
+KEEPS_CHECKPOINT = ("Everything is committed (the catalog's log, catalog.duckdb.wal, holds the last writes); the next "
+                    "write folds the log into catalog.duckdb")
 #: DuckDB's memory limit for a writer (its buffer pool; larger operators spill to ``catalog.duckdb.tmp``)
 WRITER_DUCKDB_MEMORY = "1GB"
 
@@ -70,8 +84,23 @@ class WriterLock:
         self.path = folder / LOCK_FILE
         self.fd: int | None = None
 
-    def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    def acquire(self, read_only_ok: bool = False) -> None:
+        """Take the lock or raise ``IndexLocked``; a lock file that cannot be opened for writing is a
+        ``StorageError``. With ``read_only_ok`` (commands that change nothing), an existing lock file
+        is locked through a read-only descriptor, and on a read-only file system without one no
+        lock is needed (no one can write there)."""
+        with storage.guard(self.path, "taking the writer lock", KEEPS_NOTHING, index=self.path.parent):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                if not (read_only_ok and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)):
+                    raise
+                try:
+                    fd = os.open(self.path, os.O_RDONLY)
+                except FileNotFoundError:
+                    if exc.errno != errno.EROFS:
+                        raise exc from None
+                    return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -83,8 +112,11 @@ class WriterLock:
             "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
             "since": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:  # who holds the lock is for messages only: a full disk or a read-only descriptor goes without it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        except OSError:
+            pass
         self.fd = fd
 
     def holder(self) -> str:
@@ -99,7 +131,7 @@ class WriterLock:
     def is_held(self) -> bool:
         try:
             fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
+        except OSError:  # missing, or unreadable to this user: a writer's own open tells
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,7 +143,8 @@ class WriterLock:
 
     def release(self) -> None:
         if self.fd is not None:
-            os.ftruncate(self.fd, 0)
+            with contextlib.suppress(OSError):  # a read-only descriptor (``read_only_ok``)
+                os.ftruncate(self.fd, 0)
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
@@ -124,6 +157,8 @@ class Index:
         self.path = Path(path)
         self.catalog_path = self.path / catalog.CATALOG_FILE
         self.postings_path = self.path / POSTINGS_DIR
+        #: set by ``reader``: the error that kept it from repairing an interrupted write, else None
+        self.unrepaired: NeardupError | None = None
 
     def exists(self) -> bool:
         return self.catalog_path.exists()
@@ -144,37 +179,59 @@ class Index:
         if not self.exists():
             if create_with is None:
                 self.require()
-            self.path.mkdir(parents=True, exist_ok=True)
+            with storage.guard(self.path, "creating the index folder", KEEPS_NOTHING, index=self.path):
+                self.path.mkdir(parents=True, exist_ok=True)
         lock = WriterLock(self.path)
         lock.acquire()
         try:
             w = Writer(self, lock)
+            done = False
             try:
-                if rebuild_postings:  # marked first: a crash after the removal leaves the rebuild to the next open
-                    w.begin_batch(kind="rebuild")
-                    shutil.rmtree(self.postings_path, ignore_errors=True)
-                w.open(create_with)
-                yield w
-                w.checkpoint()  # the catalog file holds everything committed once the command ends
+                with storage.guard(self.path, "opening the index for writing", KEEPS_OPEN, index=self.path):
+                    if rebuild_postings:  # marked first: a crash after the removal leaves the rebuild to the next open
+                        w.begin_batch(kind="rebuild")
+                        shutil.rmtree(self.postings_path, ignore_errors=True)
+                    w.open(create_with)
+                with storage.guard(self.path, "writing to the index", KEEPS_WRITE, index=self.path):
+                    yield w
+                with storage.guard(self.catalog_path, "checkpointing the catalog", KEEPS_CHECKPOINT, index=self.path):
+                    w.checkpoint()  # the catalog file holds everything committed once the command ends
+                    done = True
             finally:
-                w.close()
+                if done:
+                    with storage.guard(self.path, "closing the index", KEEPS_CHECKPOINT, index=self.path):
+                        w.close()
+                else:
+                    w.close(quiet=True)  # the error that got us here is the one to report
         finally:
             lock.release()
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only catalog connection (repairs a crashed batch first when it can)."""
+        """A read-only catalog connection (repairs a crashed batch first when it can).
+
+        A reader that cannot repair (a read-only folder, a full disk, no write permission, damaged
+        postings) reads the catalog as it is: the last committed state, since a batch commits in
+        one catalog transaction. ``unrepaired`` is then the error that stopped the repair.
+        """
         self.require()
         lock = WriterLock(self.path)
         held = lock.is_held()
+        self.unrepaired = None
         if (self.path / PENDING_FILE).exists() and not held:
-            with self.writer():
-                pass
+            try:
+                with self.writer():
+                    pass
+            except (StorageError, PostingsDamaged) as exc:
+                self.unrepaired = exc
+            except IndexLocked:
+                held = True  # a writer began meanwhile: it repairs
         holder = lock.holder() if held else None
         con = catalog.connect(self.catalog_path, read_only=True, holder=holder)
         try:
-            catalog.check_schema(con)
-            yield con
+            with storage.guard(self.catalog_path, "reading the catalog", index=self.path):
+                catalog.check_schema(con)
+                yield con
         finally:
             con.close()
 
@@ -221,13 +278,17 @@ class Writer:
         if self.con is not None:
             self.con.execute("CHECKPOINT")
 
-    def close(self) -> None:
-        if self.postings is not None:
-            self.postings.close()
-            self.postings = None
-        if self.con is not None:
-            self.con.close()
-            self.con = None
+    def close(self, quiet: bool = False) -> None:
+        """Close the postings and the catalog connection; ``quiet``: ignore errors doing so (the
+        caller is already reporting one)."""
+        postings, con = self.postings, self.con
+        self.postings = self.con = None
+        for closing in ([postings.close] if postings is not None else []) + ([con.close] if con is not None else []):
+            try:
+                closing()
+            except Exception:
+                if not quiet:
+                    raise
 
     # -- batch protocol -------------------------------------------------
     def begin_batch(self, kind: str = "batch") -> None:
@@ -247,7 +308,9 @@ class Writer:
         t0 = time.perf_counter()
         if batch_id is not None:
             crashpoint("duckdb-after-commit")
-            self.postings.apply_batch(batch_id, postings or {})
+            with storage.guard(self.index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
+                               index=self.index.path):
+                self.postings.apply_batch(batch_id, postings or {})
             crashpoint("lmdb-after-commit")
         t1 = time.perf_counter()
         crashpoint("before-done")
@@ -257,6 +320,11 @@ class Writer:
 
     def repair(self) -> list[int]:
         """Bring the postings up to the catalog after a crash; returns the batches re-applied."""
+        with storage.guard(self.index.postings_path, "re-deriving the postings of an interrupted write", KEEPS_REBUILD,
+                           index=self.index.path):
+            return self._repair()
+
+    def _repair(self) -> list[int]:
         assert self.postings is not None and self.con is not None
         last = self.con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
         applied = self.postings.applied_batch()
@@ -281,6 +349,10 @@ class Writer:
 
     def rebuild_postings(self) -> None:
         """Throw the postings away and re-derive them from every committed batch."""
+        with storage.guard(self.index.postings_path, "re-deriving the postings", KEEPS_REBUILD, index=self.index.path):
+            self._rebuild_postings()
+
+    def _rebuild_postings(self) -> None:
         assert self.con is not None
         if self.postings is not None:
             self.postings.close()
