@@ -12,6 +12,25 @@ from .base import ChunkBuilder, RawChunk, looks_binary
 from .options import ReadOptions
 
 
+#: a string value that is not valid UTF-8 (``_strings``)
+_INVALID = object()
+
+
+def _strings(col: pa.Array) -> list:
+    """The Python values of a string column. Arrow does not check the UTF-8 of what a Parquet file
+    holds, so a damaged value would fail the whole batch's conversion: it is ``_INVALID`` instead."""
+    try:
+        return col.to_pylist()
+    except UnicodeDecodeError:
+        out: list = []
+        for v in pc.cast(col, pa.large_binary()).to_pylist():
+            try:
+                out.append(None if v is None else v.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(_INVALID)
+        return out
+
+
 def read_parquet(path: str | pa.NativeFile, source: str, opts: ReadOptions) -> Iterator[RawChunk]:
     """Yield chunks of records; rows with a null or non-text value become rejects naming the row.
 
@@ -42,12 +61,15 @@ def read_parquet(path: str | pa.NativeFile, source: str, opts: ReadOptions) -> I
     row0 = 0
     try:
         for batch in pf.iter_batches(batch_size=2048, columns=[opts.text_field, *id_cols]):
-            texts = batch.column(opts.text_field).to_pylist()
-            ids = [pc.cast(batch.column(c), pa.string()).to_pylist() for c in id_cols]
+            texts = _strings(batch.column(opts.text_field))
+            ids = [[None if v is _INVALID else v for v in _strings(pc.cast(batch.column(c), pa.string()))] for c in id_cols]
             for i, text in enumerate(texts):
                 rec = f"row {row0 + i}"
                 if text is None:
                     b.reject(rec, f"text field {opts.text_field!r} is null")
+                    continue
+                if text is _INVALID:
+                    b.reject(rec, f"text field {opts.text_field!r} is not valid UTF-8 (damaged data)")
                     continue
                 if "\x00" in text or looks_binary(text[:8192].encode("utf-8", "surrogatepass")):
                     b.reject(rec, "binary content (NUL or control characters), not text")

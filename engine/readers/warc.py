@@ -44,7 +44,8 @@ def read_warc(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawC
             b.reject(f"offset {end}", f"truncated or corrupt WARC: {counted.total - end} bytes after the last complete record could not be read; the rest of the file is lost")
     except _TruncatedRecord as exc:
         b.reject(f"offset {exc.offset}", f"truncated WARC record ({exc.missing} bytes missing); the rest of the file is lost")
-    except (ArchiveLoadFailed, EOFError, zlib.error, OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - warcio fails on damaged headers with any exception (AttributeError on a
+        # status line it cannot split, ...): the damage is where reading stopped, named in the reject with its type
         first = decompressed_head(bytes(counted.head), BINARY_CHECK_BYTES) if end == 0 else b"WARC/"
         why = None if first.startswith((b"WARC/", b"filedesc://")) else binary_reason(first)
         if why is not None:
