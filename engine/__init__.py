@@ -11,15 +11,18 @@ except PackageNotFoundError:  # running from a source tree
 
 from .errors import (  # noqa: E402
     BadRecord,
+    CatalogDamaged,
     IndexBusy,
     IndexLocked,
     IndexNotFound,
     InputError,
     NeardupError,
+    PostingsDamaged,
     QueryError,
     QueryRefused,
     SchemaTooNew,
     SettingsMismatch,
+    StorageError,
 )
 from .readers import ReadOptions  # noqa: E402
 from .settings import Settings  # noqa: E402
@@ -28,16 +31,19 @@ from .store.index import Index  # noqa: E402
 __all__ = [
     "__version__",
     "BadRecord",
+    "CatalogDamaged",
     "Index",
     "IndexBusy",
     "IndexLocked",
     "IndexNotFound",
     "InputError",
     "NeardupError",
+    "PostingsDamaged",
     "QueryError",
     "QueryRefused",
     "ReadOptions",
     "SchemaTooNew",
     "Settings",
     "SettingsMismatch",
+    "StorageError",
 ]

@@ -189,6 +189,7 @@ class Index:
             try:
                 with storage.guard(self.path, "opening the index for writing", KEEPS_OPEN, index=self.path):
                     if rebuild_postings:  # marked first: a crash after the removal leaves the rebuild to the next open
+                        catalog.connect(self.catalog_path, read_only=True).close()  # nothing is removed unless it opens
                         w.begin_batch(kind="rebuild")
                         shutil.rmtree(self.postings_path, ignore_errors=True)
                     w.open(create_with)
