@@ -147,16 +147,22 @@ def decompressed_head(head: bytes, n: int = 4096) -> bytes:
     return out[:n]
 
 
-def read_head(raw: BinaryIO, n: int) -> bytes:
-    """The first ``n`` bytes of a stream (fewer only at its end); a pipe may
-    hand them over in several reads."""
-    parts, got = [], 0
+def _read_into(raw: BinaryIO, n: int, parts: list[bytes]) -> None:
+    """Append reads of ``raw`` to ``parts`` until they hold ``n`` bytes or the stream ends (a pipe
+    may hand them over in several reads); ``parts`` keeps what was read if a read raises."""
+    got = 0
     while got < n:
         data = raw.read(n - got)
         if not data:
             break
         parts.append(data)
         got += len(data)
+
+
+def read_head(raw: BinaryIO, n: int) -> bytes:
+    """The first ``n`` bytes of a stream (fewer only at its end)."""
+    parts: list[bytes] = []
+    _read_into(raw, n, parts)
     return b"".join(parts)
 
 
@@ -165,14 +171,9 @@ def read_head_safely(raw: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
     a stream that reads everything from the start again: those bytes, then the
     rest, or then the error that stopped the reading (a cut or corrupt
     compressed input is reported where the reader meets it, as before)."""
-    parts, got = [], 0
+    parts: list[bytes] = []
     try:
-        while got < n:
-            data = raw.read(n - got)
-            if not data:
-                break
-            parts.append(data)
-            got += len(data)
+        _read_into(raw, n, parts)
     except Exception as exc:  # noqa: BLE001 - re-raised by the next read, where the reader handles it
         head = b"".join(parts)
         return head, Prefixed(head, _Failing(exc))
