@@ -172,26 +172,23 @@ def storage_error(kind: str, path: str | os.PathLike, doing: str, detail: str = 
     return StorageError(msg, hint=hint, path=str(path), kind=kind)
 
 
-def catalog_damaged(path: str | os.PathLike, detail: str, index: str | os.PathLike | None = None) -> CatalogDamaged:
+def _damaged(cls, path: str | os.PathLike, what: str, detail: str, hint: str):
     path = Path(path)
-    folder = Path(index) if index is not None else path.parent
-    return CatalogDamaged(
-        f"{path}: the catalog is damaged ({detail})",
-        hint=(f"run `neardup check --index {folder}` to see what is damaged, then restore the index folder from a backup "
-              "(`neardup backup` makes one): the catalog is the source of truth and nothing can re-derive it"),
-        path=str(path), detail=detail,
-    )
+    return cls(f"{path}: the {what} damaged ({detail})", hint=hint, path=str(path), detail=detail)
+
+
+def catalog_damaged(path: str | os.PathLike, detail: str, index: str | os.PathLike | None = None) -> CatalogDamaged:
+    folder = Path(index) if index is not None else Path(path).parent
+    return _damaged(CatalogDamaged, path, "catalog is", detail,
+                    f"run `neardup check --index {folder}` to see what is damaged, then restore the index folder from a backup "
+                    "(`neardup backup` makes one): the catalog is the source of truth and nothing can re-derive it")
 
 
 def postings_damaged(path: str | os.PathLike, detail: str, index: str | os.PathLike | None = None) -> PostingsDamaged:
-    path = Path(path)
-    folder = Path(index) if index is not None else path.parent
-    return PostingsDamaged(
-        f"{path}: the postings are damaged ({detail})",
-        hint=(f"run `neardup rebuild --postings --index {folder}`: it re-derives the postings from the catalog "
-              "(`neardup sql` and `info` keep working meanwhile)"),
-        path=str(path), detail=detail,
-    )
+    folder = Path(index) if index is not None else Path(path).parent
+    return _damaged(PostingsDamaged, path, "postings are", detail,
+                    f"run `neardup rebuild --postings --index {folder}`: it re-derives the postings from the catalog "
+                    "(`neardup sql` and `info` keep working meanwhile)")
 
 
 def _one(exc: BaseException, path: Path, doing: str, keeps: str, index) -> NeardupError | None:
