@@ -39,7 +39,7 @@ SKETCH_VALUES = "bottomk"
 def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple]:
     """The concept neighbours' postings of documents ``lo..hi`` (for ``neardup.keys``): every
     sketch value, the batch's frequent values (``neardup.neighbours``), and the sketches."""
-    from .pairs import _flat, _lists
+    from .pairs.values import _flat, _lists
     from .store.postings import VALUES
 
     ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
@@ -54,7 +54,7 @@ def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tup
 
 def _sketches(con, postings, lo: int, ids: np.ndarray) -> dict[int, np.ndarray]:
     """Sketches of ``ids``: older documents' from the postings' value table, new ones from the catalog."""
-    from .pairs import _values
+    from .pairs.values import _values
 
     ids, blobs = _values(con, postings, lo, np.asarray(ids, dtype=np.int64), "fp_bottomk", "sketch", SKETCH_VALUES)
     out = {}
@@ -74,7 +74,7 @@ def _as_arrays(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
     """``N(q)`` of every new document and the sketches of everyone involved."""
-    from .pairs import _flat, _lists
+    from .pairs.values import _flat, _lists
 
     ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
     flat, lens = _flat(col)

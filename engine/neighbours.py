@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .pairs import _decode, _encode, _within  # the pair encoder of the candidate generators
+from .pairs.groups import _decode, _encode, _within  # the pair encoder of the candidate generators
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"

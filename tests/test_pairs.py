@@ -208,8 +208,8 @@ def test_pairs_do_not_depend_on_the_slices_a_batch_is_verified_in(tmp_path, monk
         return content(snapshot(idx.path))["duplicates"]
 
     whole = build("whole")
-    monkeypatch.setattr(pairs, "CANDIDATE_BUDGET", budget)
-    monkeypatch.setattr(pairs, "FIRST_SLICE", first)
+    monkeypatch.setattr(pairs.batch, "CANDIDATE_BUDGET", budget)
+    monkeypatch.setattr(pairs.batch, "FIRST_SLICE", first)
     assert len(whole) > 0
     assert build("sliced") == whole
 

@@ -1,0 +1,203 @@
+"""One batch's pairs: candidates and verification slice by slice (``find_batch_pairs``), and
+``rebuild_pairs`` replaying every batch."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from ..fingerprints import POSTINGS
+from ..settings import Settings
+from ..sqlfiles import query
+from .chains import _a12_pairs, _chain_pairs
+from .groups import KeyGroups
+from .keys import candidate_postings, pair_methods, simhash_plan
+from .values import ValueCache, _fetch
+from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
+                     minhash_similarity, shingle_jaccard)
+
+#: candidate rows (key matches before deduplication) one slice of a batch's documents may emit; the
+#: slices' documents are chosen from the rows per document seen so far (bounds the memory of a batch)
+CANDIDATE_BUDGET = 4_000_000
+#: documents in a batch's first slice
+FIRST_SLICE = 2_000
+#: methods whose candidates are not keys of the new documents: found once over the whole batch
+_WHOLE_BATCH = ("a11", "a12")
+
+
+def _small_sketches(con, ids: np.ndarray, threshold: float) -> np.ndarray:
+    """Of ``ids``, the documents whose sketch needs fewer than 2 shared values."""
+    if ids.size == 0:
+        return ids
+    t = _fetch(con, "fp_bottomk", "len(f.sketch) AS n", ids)
+    n = t.column("n").to_numpy()
+    return t.column("doc_id").to_numpy()[np.ceil(threshold * n - 1e-9) < 2]
+
+
+def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
+                     timings: dict[str, float] | None = None, keys: dict | None = None,
+                     budget: int | None = None) -> dict[str, int]:
+    """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
+    own catalog rows must be written; ``postings`` holds the older documents' keys and
+    may hold more: only ids below ``lo`` are read from it). Returns pairs per method.
+
+    Key-matched candidates are found and verified for slices of the batch's documents (the
+    pairs whose newer member is in the slice), each emitting about ``budget`` rows
+    (``CANDIDATE_BUDGET``), so memory
+    does not grow with the batch or with the longest posting lists; the pairs do not depend on
+    the slicing."""
+    methods = pair_methods(settings)
+    if not methods or hi < lo:
+        return {}
+    budget = budget or CANDIDATE_BUDGET
+    t0 = time.perf_counter()
+    if keys is None:
+        keys = candidate_postings(con, lo, hi, settings)
+    t_keys = time.perf_counter()
+    found: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {m: [] for m in methods}
+    spent = [0.0]  # seconds finding candidates; the rest of the loop verifies them
+
+    def timed(fn, *args):
+        t_in = time.perf_counter()
+        out = fn(*args)
+        spent[0] += time.perf_counter() - t_in
+        return out
+
+    whole = [m for m in methods if m in _WHOLE_BATCH or (m in ("simhash", "simhash_hp") and simhash_plan(settings.simhash_bits) is None)]
+    for m in whole:
+        found[m].append(_whole_batch_pairs(con, m, keys, lo, hi, postings, settings, timed))
+    keyed = [m for m in methods if m not in whole]
+    groups: dict[str, KeyGroups] = {}
+    values = ValueCache()
+    first, step = lo, FIRST_SLICE
+    while keyed and first <= hi:
+        last = min(hi, first + step - 1)
+        cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        rows = [0]
+
+        def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in cache:
+                cache[table] = timed(_cand, table)
+            return cache[table]
+
+        def _cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in groups:
+                k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
+                groups[table] = KeyGroups(k, d)
+            a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
+            rows[0] += n
+            if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
+                small = _small_sketches(con, np.unique(np.concatenate([a, b])), settings.threshold)
+                ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
+                a, b = a[ok], b[ok]
+            return a, b
+
+        for m in keyed:
+            found[m].append(_verify(con, m, cand, postings, lo, settings, values))
+        step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
+        first = last + 1
+    t_verify = time.perf_counter()
+    counts = {}
+    for m, parts in found.items():
+        a, b, sim = (np.concatenate(c) for c in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
+        counts[m] = int(a.size)
+        if a.size:
+            order = np.lexsort((b, a))
+            rows = pa.table({
+                "doc_a": pa.array(a[order], pa.int64()), "doc_b": pa.array(b[order], pa.int64()),
+                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
+                "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
+            })
+            con.register("new_pairs", rows)
+            try:
+                con.execute("INSERT INTO duplicates BY NAME SELECT * FROM new_pairs")
+            finally:
+                con.unregister("new_pairs")
+    if timings is not None:
+        timings["candidate keys"] = timings.get("candidate keys", 0.0) + t_keys - t0
+        timings["candidates"] = timings.get("candidates", 0.0) + spent[0]
+        timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
+        timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
+    return counts
+
+
+def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
+            cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity."""
+    t = settings.threshold
+    if m == "jaccard":
+        a, b = cand("lsh")
+        # pairs whose signatures agree too rarely for the threshold are not verified
+        ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
+        a, b = a[ok], b[ok]
+        sim = shingle_jaccard(con, a, b, postings, lo, at_least=t, cache=cache)
+        keep = sim >= t - 1e-12
+    elif m == "minhash":
+        a, b = cand("lsh")
+        sim = minhash_similarity(con, a, b, settings.minhash_perms) if a.size else np.zeros(0)
+        keep = sim >= t - 1e-12
+    elif m == "bottomk":
+        a, b = cand("bottomk_prefix")
+        sim = bottomk_similarity(con, a, b, settings) if a.size else np.zeros(0)
+        keep = sim >= t - 1e-12
+    elif m in ("simhash", "simhash_hp"):
+        a, b = cand(f"{m}_tables")
+        dist = _simhash_distance(con, m, a, b, postings, lo, cache) if a.size else np.zeros(0, np.int64)
+        sim = 1.0 - dist / 64.0
+        keep = dist <= settings.simhash_bits
+    elif m in ("a6", "a6_36"):
+        a, b = cand(m)
+        sim = _shared_lists(con, f"fp_{m}", "supershingles", a, b) / 6.0 if a.size else np.zeros(0)
+        keep = np.ones(a.size, dtype=bool)
+    elif m == "a7":
+        a, b = cand("a7")
+        sim = _shared_lists(con, "fp_a7", "keys", a, b) / 11.0 if a.size else np.zeros(0)
+        keep = np.ones(a.size, dtype=bool)
+    elif m in POSTINGS:
+        a, b = cand(m)
+        sim = np.ones(a.size)
+        keep = np.ones(a.size, dtype=bool)
+    else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
+        raise AssertionError(m)
+    return a[keep], b[keep], np.asarray(sim, dtype=np.float64)[keep]
+
+
+def _whole_batch_pairs(con, m: str, keys: dict, lo: int, hi: int, postings, settings: Settings,
+                       timed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of a method found over the whole batch at once: the chains (A11, A12) and the
+    simhash length window (SQL)."""
+    t = settings.threshold
+    if m == "a11":
+        a, b = timed(_chain_pairs, con, keys.get("a11"), lo, postings, "a11", "a11")
+        sim = shingle_jaccard(con, a, b, postings, lo, at_least=t)
+        keep = sim >= t - 1e-12
+        return a[keep], b[keep], sim[keep]
+    if m == "a12":
+        return timed(_a12_pairs, con, keys.get("a12_ss"), lo, postings)  # the chain query also applies the rules
+    sql = query("chains", "simhash_window_pairs").replace("FP_TABLE", f"fp_{m}")
+    r = timed(lambda: con.sql(sql, params={"lo": lo, "hi": hi, "bits": settings.simhash_bits}).to_arrow_table())
+    return r.column("doc_a").to_numpy(), r.column("doc_b").to_numpy(), r.column("similarity").to_numpy()
+
+
+
+def rebuild_pairs(con, settings: Settings, timings: dict[str, float] | None = None) -> dict[str, int]:
+    """Recompute ``duplicates`` from the current fingerprints, batch by batch in commit order
+    (each pair keeps the batch that completes it), inside the caller's transaction. Older
+    documents' keys are kept in memory as the batches are replayed."""
+    from ..store.postings import MemoryPostings
+
+    con.execute("DELETE FROM duplicates")
+    seen = MemoryPostings()
+    total: dict[str, int] = {}
+    batches = con.execute(
+        "SELECT batch_id, first_doc_id, last_doc_id FROM batches "
+        "WHERE status = 'committed' AND first_doc_id IS NOT NULL ORDER BY batch_id"
+    ).fetchall()
+    for batch_id, lo, hi in batches:
+        keys = candidate_postings(con, lo, hi, settings)  # found once: to match the batch, then to remember it
+        for m, n in find_batch_pairs(con, seen, lo, hi, batch_id, settings, timings, keys).items():
+            total[m] = total.get(m, 0) + n
+        seen.apply_batch(batch_id, keys)
+    return total

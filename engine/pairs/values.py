@@ -1,0 +1,149 @@
+"""Reading fingerprints back for verification: from the catalog, from the postings' value tables
+(older documents), and from a per-batch cache (``ValueCache``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+#: value table of the min-hash signatures' low 32 bits (the agreement filter of ``jaccard``)
+SIGNATURE_VALUES = "minhash32"
+
+
+def _lists(con, table: str, column: str, lo: int, hi: int) -> tuple[np.ndarray, pa.Array]:
+    t = con.sql(f"SELECT doc_id, {column} FROM {table} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
+    return t.column("doc_id").to_numpy(), t.column(column).combine_chunks()
+
+
+def _flat(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow.compute as pc
+
+    lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64)
+    return col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64), lens
+
+
+def _fetch(con, table: str, columns: str, ids: np.ndarray) -> pa.Table:
+    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(ids), pa.int64())}))
+    try:
+        return con.sql(f"SELECT f.doc_id, {columns} FROM {table} f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id").to_arrow_table()
+    finally:
+        con.unregister("want_ids")
+
+
+def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
+    return np.searchsorted(ids_sorted, want)
+
+
+#: bytes of older and batch documents' values (signatures, shingle sets, simhashes) kept while a batch
+#: is verified slice by slice, so partners shared by many slices are read once
+VALUE_CACHE_BYTES = 256 << 20
+
+
+class ValueCache:
+    """Values read for one batch, per value table, dropped whole when they outgrow ``VALUE_CACHE_BYTES``:
+    variable-width ones (shingle sets) as ``{doc_id: bytes}``, fixed-width ones (signatures,
+    simhashes) as ``(ids ascending, (n, width) uint8 rows)``."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[int, bytes]] = {}
+        self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.size = 0
+
+    def _grow(self, n_bytes: int) -> bool:
+        self.size += n_bytes
+        if self.size > VALUE_CACHE_BYTES:
+            self.tables.clear()
+            self.fixed.clear()
+            self.size = 0
+            return False
+        return True
+
+    def add(self, table: str, got: dict) -> None:
+        if self._grow(sum(len(v) if isinstance(v, (bytes, bytearray)) else 64 for v in got.values()) + 100 * len(got)):
+            self.tables.setdefault(table, {}).update(got)
+
+    def add_fixed(self, table: str, ids: np.ndarray, rows: np.ndarray) -> None:
+        if not ids.size or not self._grow(rows.nbytes + 8 * ids.size):
+            return
+        if table in self.fixed:
+            old_ids, old_rows = self.fixed[table]
+            ids, rows = np.concatenate([old_ids, ids]), np.concatenate([old_rows, rows])
+        order = np.argsort(ids, kind="stable")
+        self.fixed[table] = (ids[order], rows[order])
+
+
+def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
+                  width: int, encode, cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted ids, (n, width) uint8 rows)`` of a fixed-width value: from ``cache``, older
+    documents' from the postings' value table (as one buffer, no object per document), the
+    rest from the catalog column (``encode(arrow column) -> rows``)."""
+    ids = np.unique(ids)
+    rows = np.zeros((ids.size, width), np.uint8)
+    have = np.zeros(ids.size, bool)
+    if cache is not None and value_table in cache.fixed:
+        c_ids, c_rows = cache.fixed[value_table]
+        pos = np.minimum(np.searchsorted(c_ids, ids), c_ids.size - 1)
+        hit = c_ids[pos] == ids
+        rows[hit] = c_rows[pos[hit]]
+        have = hit
+    got_ids, got_rows = [], []
+    todo = ids[~have & (ids < lo)]
+    if postings is not None and todo.size:
+        f_ids, f_rows = postings.get_fixed(value_table, todo, width)
+        at = np.searchsorted(ids, f_ids)
+        rows[at], have[at] = f_rows, True
+        got_ids.append(f_ids)
+        got_rows.append(f_rows)
+    rest = ids[~have]
+    if rest.size:
+        t = _fetch(con, fp_table, f"f.{column}", rest)
+        r_ids = t.column("doc_id").to_numpy()
+        r_rows = encode(t.column(column))
+        at = np.searchsorted(ids, r_ids)
+        rows[at], have[at] = r_rows, True
+        got_ids.append(r_ids)
+        got_rows.append(r_rows)
+    if not have.all():
+        raise ValueError(f"{fp_table}: no {column} for documents {ids[~have][:5].tolist()}")
+    if cache is not None and got_ids:
+        cache.add_fixed(value_table, np.concatenate(got_ids).astype(np.int64), np.concatenate(got_rows))
+    return ids, rows
+
+
+def _signature_rows(col: pa.ChunkedArray) -> np.ndarray:
+    """Catalog min-hash signatures as the value table stores them: the low 32 bits, big-endian."""
+    flat = col.combine_chunks().flatten().to_numpy().astype(np.uint64)
+    n = len(col)
+    return (flat & np.uint64(0xFFFFFFFF)).astype(">u4").view(np.uint8).reshape(n, -1)
+
+
+def _simhash_rows(col: pa.ChunkedArray) -> np.ndarray:
+    """Catalog simhashes as the value table stores them: 8 bytes, big-endian."""
+    return col.to_numpy().astype(np.uint64).astype(">u8").view(np.uint8).reshape(len(col), 8)
+
+
+def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
+            cache: ValueCache | None = None) -> tuple[np.ndarray, list[bytes]]:
+    """``(sorted ids, their values)``: older documents' from the postings' value table
+    (a lookup per document), the batch's own (and any missing) from the catalog; those in
+    ``cache`` from there (and the rest are added to it)."""
+    ids = np.unique(ids)
+    known = cache.tables.get(value_table, {}) if cache is not None else {}
+    todo = np.array([i for i in ids.tolist() if i not in known], dtype=np.int64) if known else ids
+    got: dict[int, bytes] = {}
+    if postings is not None:
+        got = postings.get_values(value_table, todo[todo < lo])
+    rest = np.array([i for i in todo.tolist() if i not in got], dtype=np.int64)
+    if rest.size:
+        t = _fetch(con, fp_table, f"f.{column}", rest)
+        got.update(zip(t.column("doc_id").to_pylist(), t.column(column).to_pylist()))
+    out = [known[i] if i in known else got[i] for i in ids.tolist()]
+    if cache is not None:
+        cache.add(value_table, got)
+    return ids, out
+
+
+def _matrix(con, table: str, column: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = _fetch(con, table, f"f.{column}", ids)
+    flat, lens = _flat(t.column(column).combine_chunks())
+    return t.column("doc_id").to_numpy(), flat, lens

@@ -1,0 +1,101 @@
+"""Verification: each pair method's similarity of candidate pairs, computed on the stored values."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..settings import Settings
+from .keys import lsh_params
+from .values import SIGNATURE_VALUES, ValueCache, _fixed_values, _matrix, _rows_of, _signature_rows, _simhash_rows, _values
+
+#: chance that the agreement filter drops a pair at the threshold (one-sided binomial tail)
+AGREEMENT_RISK = 1e-7
+
+
+@functools.cache
+def min_agreements(threshold: float, perms: int, risk: float = AGREEMENT_RISK) -> int:
+    """The most min-hash agreements ``m`` such that a pair of Jaccard ``threshold`` agrees on
+    fewer than ``m`` of ``perms`` positions with probability at most ``risk``
+    (``P[Binomial(perms, threshold) < m] <= risk``); pairs of higher Jaccard fall below it
+    even more rarely."""
+    tail, m = 0.0, 0
+    for x in range(perms + 1):
+        tail += math.comb(perms, x) * threshold**x * (1 - threshold) ** (perms - x)
+        if tail > risk:
+            break
+        m = x + 1
+    return m
+
+
+def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, postings=None, lo: int = 0,
+                 cache: ValueCache | None = None) -> np.ndarray:
+    """Whether the min-hash signatures of each pair agree on at least ``need`` positions (low
+    32 bits compared: a chance agreement of two different values adds at most 2^-32 per position)."""
+    from .. import kernels
+
+    if a.size == 0:
+        return np.zeros(0, bool)
+    ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES,
+                              4 * perms, _signature_rows, cache)
+    sig = rows.view(">u4").reshape(ids.size, perms).astype(np.uint32)
+    return kernels.pair_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
+
+
+def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
+                    cache: ValueCache | None = None) -> np.ndarray:
+    """Exact Jaccard of the stored word-shingle sets of each pair; with ``at_least``, -1.0 for
+    the pairs below it (their merge stops early)."""
+    from .. import kernels
+
+    if a.size == 0:
+        return np.zeros(0)
+    ids, blobs = _values(con, postings, lo, np.concatenate([a, b]), "fp_shingles", "hashes", "shingles", cache)
+    offs = np.zeros(len(blobs) + 1, dtype=np.int64)
+    np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
+    data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
+    if at_least is not None:
+        return kernels.pair_jaccard_at_least(data, offs, _rows_of(ids, a), _rows_of(ids, b), float(at_least))
+    return kernels.pair_jaccard(data, offs, _rows_of(ids, a), _rows_of(ids, b))
+
+
+def minhash_similarity(con, a: np.ndarray, b: np.ndarray, perms: int) -> np.ndarray:
+    ids, flat, _ = _matrix(con, "fp_minhash", "signature", np.concatenate([a, b]))
+    sig = flat.reshape(ids.size, perms)
+    return (sig[_rows_of(ids, a)] == sig[_rows_of(ids, b)]).mean(axis=1)
+
+
+def bottomk_similarity(con, a: np.ndarray, b: np.ndarray, settings: Settings) -> np.ndarray:
+    """Broder's resemblance estimate from the bottom-k sketches of each pair."""
+    from .. import kernels
+    from ..fingerprints import sketches
+
+    ids, flat, lens = _matrix(con, "fp_bottomk", "sketch", np.concatenate([a, b]))
+    k = settings.bottomk
+    if settings.permutation != "universal":  # sketches list original hashes in permuted order
+        flat = sketches.permute(flat, 0, 1, settings.seed, settings.permutation)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    return kernels.pair_bottomk(flat, offs, _rows_of(ids, a), _rows_of(ids, b), k)
+
+
+def _simhash_distance(con, method: str, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0,
+                      cache: ValueCache | None = None) -> np.ndarray:
+    ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), f"fp_{method}", "simhash", method, 8, _simhash_rows, cache)
+    v = rows.view(">u8").ravel().astype(np.uint64)
+    return np.bitwise_count(v[_rows_of(ids, a)] ^ v[_rows_of(ids, b)]).astype(np.int64)
+
+
+def _shared_lists(con, table: str, column: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many values each pair's two lists share."""
+    ids, flat, lens = _matrix(con, table, column, np.concatenate([a, b]))
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    ra, rb = _rows_of(ids, a), _rows_of(ids, b)
+    return np.array([np.intersect1d(flat[offs[x] : offs[x + 1]], flat[offs[y] : offs[y + 1]]).size for x, y in zip(ra.tolist(), rb.tolist())], dtype=np.int64)
+
+
+def expected_candidate_rate(threshold: float, perms: int, jaccard: float) -> float:
+    """Probability that a pair of this Jaccard becomes an LSH candidate (docs and tests)."""
+    bands, rows = lsh_params(threshold, perms)
+    return 1 - (1 - jaccard**rows) ** bands
