@@ -105,3 +105,21 @@ def test_fixed_width_values_come_back_as_rows_of_the_ids_present(tmp_path, make)
         assert found.size == 0 and rows.shape == (0, 8)
     finally:
         store.close()
+
+
+def test_a_reopened_writer_has_room_for_the_next_batch(tmp_path, monkeypatch):
+    """LMDB maps an existing environment only as large as its file: a writer reserves room, so the
+    next batch is written once, not failed full and redone."""
+    monkeypatch.setattr(LmdbPostings, "INITIAL_MAP", 1 << 20)  # so that the first batch grows the map to its file
+    first = LmdbPostings(tmp_path / "p")
+    keys = np.arange(200_000, dtype=np.uint64) * np.uint64(2654435761)
+    first.apply_batch(1, {"t": (keys, np.arange(1, keys.size + 1, dtype=np.uint64))})
+    first.close()
+    again = LmdbPostings(tmp_path / "p")
+    writes = []
+    real = again._write
+    monkeypatch.setattr(again, "_write", lambda *a: (writes.append(1), real(*a)))
+    again.apply_batch(2, {"t": (keys[:5000], np.arange(keys.size + 1, keys.size + 5001, dtype=np.uint64))})
+    assert len(writes) == 1
+    assert again.get("t", int(keys[3])).tolist() == [4, keys.size + 4]
+    again.close()

@@ -201,9 +201,11 @@ class LmdbPostings(Postings):
     """Postings in an LMDB environment (a folder ``postings/`` in the index).
 
     One named LMDB database per table. Writes happen in one write transaction
-    per batch, so a crash leaves the previous state. The map starts at 64 MiB
-    and doubles whenever a write finds it full (the transaction is retried),
-    so a full map never fails an ingest; only a full disk does.
+    per batch, so a crash leaves the previous state. A writer opens the map at
+    twice the file's size (at least 64 MiB; on Linux this reserves address
+    space, not disk), and it doubles whenever a write still finds it full (the
+    transaction is retried), so a full map never fails an ingest; only a full
+    disk does.
 
     Concurrency: LMDB allows one writer and many readers across processes;
     neardup adds its own writer lock on the index folder above this.
@@ -233,6 +235,11 @@ class LmdbPostings(Postings):
         if readonly:
             # another process may have grown the map; adopt its size
             self.env.set_mapsize(0)
+        else:
+            # LMDB opens an existing environment with a map as large as its file, so the first
+            # write of a batch would fail full and be redone; reserve room to grow instead (address
+            # space only: the file grows with the pages written)
+            self.env.set_mapsize(_headroom(self.env.info()["map_size"]))
         self._dbs: dict[str, object] = {}
 
     def _db(self, table: str, create: bool = False, recent: bool = False):
@@ -431,8 +438,10 @@ class LmdbPostings(Postings):
                 kb = k.astype(_KEY_DTYPE).tobytes()
                 vb = d.astype(_VAL_DTYPE).tobytes()
                 n_recent, n_main = txn.stat(dbs[table])["entries"], txn.stat(mains[table])["entries"]
-                # a batch as large as the recent level may grow goes straight to the main one
-                big = n_recent == 0 and k.size > max(self.MERGE_MIN, self.MERGE_RATIO * n_main)
+                # a batch as large as the recent level may grow goes straight to the main one, and so
+                # does any batch while the main level is small (inserts into it touch few pages, and
+                # the recent level would only be copied over later)
+                big = n_recent == 0 and (n_main < self.MERGE_MIN or k.size > max(self.MERGE_MIN, self.MERGE_RATIO * n_main))
                 self._put(txn.cursor(db=mains[table] if big else dbs[table]), ((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), True)
                 crashpoint("lmdb-mid-write")
                 n_recent += 0 if big else k.size
@@ -486,6 +495,11 @@ class LmdbPostings(Postings):
 
     def close(self) -> None:
         self.env.close()
+
+
+def _headroom(map_size: int) -> int:
+    """The map size a writer opens with: twice the file's, at least ``LmdbPostings.INITIAL_MAP``, in MiB."""
+    return max(LmdbPostings.INITIAL_MAP, -(-2 * map_size // (1 << 20)) << 20)
 
 
 def _sorted_pairs(keys: np.ndarray, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
