@@ -18,7 +18,7 @@ from rich.table import Table
 from neardup import NeardupError, ReadOptions, Settings, __version__
 from neardup.generate import KINDS
 from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
-from neardup.ingest import DEFAULT_BATCH_MB, IngestResult, ingest
+from neardup.ingest import IngestResult, ingest
 from neardup.query import info as index_info
 from neardup.query import run_sql
 from neardup.store.index import Index
@@ -179,8 +179,13 @@ def ingest_cmd(
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
     batch_mb: Annotated[
-        float, typer.Option(min=0.001, help="Commit a bigger input as several batches of this many MB read each (bounds memory).")
-    ] = DEFAULT_BATCH_MB,
+        float | None, typer.Option(min=0.001, help="Commit a bigger input as several batches of this many MB read each "
+                                   "(bounds memory) [default: 128 at --memory 4GB, in proportion to --memory].")
+    ] = None,
+    memory_size: Annotated[
+        str | None, typer.Option("--memory", help="Size every budget the ingest holds in memory for about this much (e.g. 2GB, "
+                                 "at least 500MB) [default: 4GB]: batch size, DuckDB's buffer pool, cached values, candidate slices.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = False,
 ) -> None:
     """Add crawl files to the index: one atomic batch per input (per --batch-mb of it); re-ingesting is a no-op.
@@ -191,6 +196,7 @@ def ingest_cmd(
     idx = Index(index)
     failed = False
     try:
+        memory_bytes = _memory_size(memory_size)
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
                                threshold, simhash_bits, pairs, keep_clusters, concept_support)
         create = None  # on an existing index the options given are checked against its settings, not combined with the defaults
@@ -199,7 +205,7 @@ def ingest_cmd(
         else:
             create = _new_settings(given)
         for path in inputs:
-            res = _ingest_one(idx, path, opts, strict, create, quiet, batch_mb)
+            res = _ingest_one(idx, path, opts, strict, create, quiet, batch_mb, memory_bytes)
             if not quiet:
                 _print_summary(res)
     except NeardupError as exc:
@@ -209,11 +215,23 @@ def ingest_cmd(
         raise typer.Exit(1)
 
 
+def _memory_size(text: str | None) -> int | None:
+    """Bytes of ``--memory``, or a usage error naming the option."""
+    if text is None:
+        return None
+    from neardup.memory import MemoryPlan, parse_size
+
+    try:
+        return MemoryPlan(parse_size(text)).total
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--memory") from None
+
+
 def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings | None, quiet: bool,
-                batch_mb: float = DEFAULT_BATCH_MB) -> IngestResult:
+                batch_mb: float | None = None, memory_bytes: int | None = None) -> IngestResult:
     show = not quiet and err.is_terminal
     if not show:
-        return ingest(idx, path, opts, strict=strict, create_with=create, batch_mb=batch_mb)
+        return ingest(idx, path, opts, strict=strict, create_with=create, batch_mb=batch_mb, memory_bytes=memory_bytes)
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),
@@ -240,7 +258,8 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
         def stage(batch_id: int, name: str) -> None:
             bar.update(task, batch=batch_id, stage=name)
 
-        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage)
+        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage,
+                      memory_bytes=memory_bytes)
 
 
 def _print_summary(res: IngestResult) -> None:

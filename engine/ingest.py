@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from . import __version__, clusters, fingerprints, pairs, text
+from . import __version__, clusters, fingerprints, memory, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
@@ -221,8 +221,9 @@ def ingest(
     strict: bool = False,
     create_with: Settings | None = None,
     progress: ProgressFn | None = None,
-    batch_mb: float = DEFAULT_BATCH_MB,
+    batch_mb: float | None = None,
     on_stage: StageFn | None = None,
+    memory_bytes: int | None = None,
 ) -> IngestResult:
     """Ingest one input (file, folder or ``-``): one atomic batch per ``batch_mb`` MB of input read.
 
@@ -238,8 +239,19 @@ def ingest(
     kept only as a ``failed`` row in ``batches`` with that reject; earlier
     batches of the input stay). ``progress`` is told the records and bytes
     read, ``on_stage`` each stage a batch enters (``STAGES``; reading includes
-    the fingerprints, computed in threads as the input is read).
+    the fingerprints, computed in threads as the input is read). ``memory_bytes``
+    scales every budget the write holds (``neardup.memory``; default 4 GB), ``batch_mb``
+    included unless given.
     """
+    plan = memory.MemoryPlan(memory_bytes) if memory_bytes is not None else memory.current()
+    if batch_mb is None:
+        batch_mb = plan.scaled(int(DEFAULT_BATCH_MB * 1e6)) / 1e6
+    with memory.using(plan):
+        return _ingest(index, path, opts, strict, create_with, progress, batch_mb, on_stage)
+
+
+def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, create_with: Settings | None,
+            progress: ProgressFn | None, batch_mb: float, on_stage: StageFn | None) -> IngestResult:
     opts = opts or ReadOptions()
     source = "<stdin>" if path == "-" else path
     raw_chunks = read_input(path, opts)  # raises InputError before any write

@@ -101,15 +101,17 @@ def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> 
 
 def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: int | None = None,
            postings=None, old_sketches: OldSketches | None = None,
-           budget: int = PAIR_BUDGET) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           budget: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``(a, b)``, ``a < b``, sharing at least ``k`` sketch values, with ``b`` one of
     the given (new) documents and ``a`` new or older, and how many values they share.
 
     ``ids``/``flat``/``lens``: the new documents' sketches (distinct values each). Older partners
     (ids below ``lo``) come from ``postings`` (``VALUES_TABLE``, ``FREQUENT_TABLE``) and their
     sketches from ``old_sketches(ids) -> (ids ascending, values sorted per id, offsets)``."""
-    from . import kernels
+    from . import kernels, memory
 
+    if budget is None:
+        budget = memory.current().scaled(PAIR_BUDGET)
     none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     ids, data, offs = sort_sketches(ids, flat, lens)
     lens = np.diff(offs)

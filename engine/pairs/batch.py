@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from ..fingerprints import POSTINGS
 from ..settings import Settings
 from ..sqlfiles import query
@@ -51,7 +52,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     methods = pair_methods(settings)
     if not methods or hi < lo:
         return {}
-    budget = budget or CANDIDATE_BUDGET
+    budget = budget or memory.current().scaled(CANDIDATE_BUDGET)
     t0 = time.perf_counter()
     if keys is None:
         keys = candidate_postings(con, lo, hi, settings)

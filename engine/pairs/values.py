@@ -44,14 +44,17 @@ class ValueCache:
     variable-width ones (shingle sets) as ``{doc_id: bytes}``, fixed-width ones (signatures,
     simhashes) as ``(ids ascending, (n, width) uint8 rows)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
+        from .. import memory
+
+        self.limit = limit if limit is not None else memory.current().scaled(VALUE_CACHE_BYTES)
         self.tables: dict[str, dict[int, bytes]] = {}
         self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.size = 0
 
     def _grow(self, n_bytes: int) -> bool:
         self.size += n_bytes
-        if self.size > VALUE_CACHE_BYTES:
+        if self.size > self.limit:
             self.tables.clear()
             self.fixed.clear()
             self.size = 0

@@ -48,7 +48,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from .. import storage
+from .. import memory, storage
 from ..errors import IndexLocked, IndexNotFound, NeardupError, PostingsDamaged, StorageError
 from ..keys import batch_postings
 from ..settings import Settings
@@ -74,7 +74,7 @@ KEEPS_REBUILD = ("The catalog is as committed; the postings are re-derived from 
 KEEPS_CHECKPOINT = ("Everything is committed (the catalog's log, catalog.duckdb.wal, holds the last writes); the next "
                     "write folds the log into catalog.duckdb")
 #: DuckDB's memory limit for a writer (its buffer pool; larger operators spill to ``catalog.duckdb.tmp``)
-WRITER_DUCKDB_MEMORY = "1GB"
+WRITER_DUCKDB_MEMORY = 1_000_000_000  # bytes, at the default memory plan (neardup.memory)
 
 
 class WriterLock:
@@ -257,7 +257,7 @@ class Writer:
         self.con.execute("PRAGMA disable_checkpoint_on_shutdown")  # see the module docstring, step 4
         # DuckDB's buffer pool would otherwise keep every block a batch reads or a checkpoint rewrites, up
         # to 80% of RAM: the process's memory would follow the catalog's size, not the batch
-        self.con.execute(f"SET memory_limit = '{WRITER_DUCKDB_MEMORY}'")
+        self.con.execute(f"SET memory_limit = '{memory.current().scaled(WRITER_DUCKDB_MEMORY)}B'")
         catalog.migrate(self.con)
         stored = catalog.read_settings(self.con)
         if not stored:

@@ -1,0 +1,85 @@
+"""The memory plan of a write: one size (``neardup ingest --memory``) scales every budget it holds.
+
+Ingest keeps in memory, besides a fixed part (Python, numba's compiled
+kernels, the DuckDB, Arrow and LMDB libraries: about 0.4 GB), what these
+budgets allow. Each is its module's constant at the default plan (4 GB) and
+scales in proportion to the size given:
+
+=================================  =========================  ===============
+budget                             where                      at 4 GB
+=================================  =========================  ===============
+input read per batch               ``ingest`` (``--batch-mb``) 128 MB
+DuckDB's buffer pool               ``store.index``            1 GB
+partners' values kept per batch    ``pairs.values``           256 MiB
+candidate rows per slice           ``pairs.batch``            4,000,000
+neighbour rows per slice           ``neighbours``             4,000,000
+=================================  =========================  ===============
+
+What it does not bound: pages of the LMDB postings the process maps while
+it reads or writes them (file-backed, released after each run of lookups or
+writes, but counted in the resident size meanwhile), and a single document
+or posting list larger than a slice (a slice holds at least one document).
+docs/benchmarks.md has the peak resident sizes measured at several sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: the plan's size when none is given
+DEFAULT_MEMORY = 4_000_000_000
+#: below this the fixed part dominates and the budgets would slice batches into crumbs
+MIN_MEMORY = 500_000_000
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Budgets for ``total`` bytes; ``scale`` multiplies each module's default budget."""
+
+    total: int = DEFAULT_MEMORY
+
+    def __post_init__(self) -> None:
+        if self.total < MIN_MEMORY:
+            raise ValueError(f"memory {self.total:,} bytes is below the least neardup plans for ({MIN_MEMORY // 10**6} MB)")
+
+    @property
+    def scale(self) -> float:
+        return self.total / DEFAULT_MEMORY
+
+    def scaled(self, default: int) -> int:
+        """A budget whose value at the default plan is ``default``."""
+        return max(1, int(default * self.scale))
+
+
+_current: contextvars.ContextVar[MemoryPlan] = contextvars.ContextVar("neardup_memory_plan", default=MemoryPlan())
+
+
+def current() -> MemoryPlan:
+    """The plan of the write in progress (the default one outside ``using``)."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def using(plan: MemoryPlan) -> Iterator[MemoryPlan]:
+    """Make ``plan`` the current one for the calls inside the block."""
+    token = _current.set(plan)
+    try:
+        yield plan
+    finally:
+        _current.reset(token)
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``2GB``, ``1.5 GiB`` or ``750MB`` (a bare number is bytes)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).upper() if m else None
+    if m is None or unit not in _UNITS:
+        raise ValueError(f"{text!r} is not a size: give a number with a unit, e.g. 2GB, 1.5GiB or 750MB")
+    return int(float(m.group(1)) * _UNITS[unit])

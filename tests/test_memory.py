@@ -1,0 +1,98 @@
+"""The memory plan (``neardup ingest --memory``): sizes parsed, budgets scaled, results unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from neardup import Index, memory
+from neardup.cli.app import app
+from neardup.ingest import DEFAULT_BATCH_MB, ingest
+from neardup.neighbours import PAIR_BUDGET
+from neardup.pairs import CANDIDATE_BUDGET, VALUE_CACHE_BYTES, ValueCache
+from neardup.store import index as store_index
+
+from .conftest import FIXTURES
+from .test_ingest import _by_url
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2GB", 2_000_000_000), ("750MB", 750_000_000), ("1.5 GiB", 3 << 29), ("4gb", 4_000_000_000),
+    ("123", 123), ("64KiB", 65536), ("0.5TB", 500_000_000_000),
+])
+def test_sizes_are_parsed(text, expected):
+    assert memory.parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "lots", "2 GBs", "-1GB", "1e9", "GB"])
+def test_a_bad_size_is_refused_with_an_example(text):
+    with pytest.raises(ValueError, match="e.g. 2GB"):
+        memory.parse_size(text)
+
+
+def test_the_default_plan_is_the_modules_defaults_and_others_scale():
+    plan = memory.MemoryPlan()
+    assert plan.total == memory.DEFAULT_MEMORY and plan.scale == 1.0
+    assert plan.scaled(CANDIDATE_BUDGET) == CANDIDATE_BUDGET
+    half = memory.MemoryPlan(memory.DEFAULT_MEMORY // 2)
+    assert half.scaled(CANDIDATE_BUDGET) == CANDIDATE_BUDGET // 2
+    assert half.scaled(PAIR_BUDGET) == PAIR_BUDGET // 2
+    with pytest.raises(ValueError, match="500 MB"):
+        memory.MemoryPlan(memory.MIN_MEMORY - 1)
+
+
+def test_budgets_follow_the_current_plan_inside_using_only():
+    assert ValueCache().limit == VALUE_CACHE_BYTES
+    with memory.using(memory.MemoryPlan(1_000_000_000)):
+        assert memory.current().total == 1_000_000_000
+        assert ValueCache().limit == VALUE_CACHE_BYTES // 4
+    assert memory.current().total == memory.DEFAULT_MEMORY
+
+
+def test_the_writers_duckdb_limit_follows_the_plan(tmp_path, monkeypatch):
+    seen = []
+    real_open = store_index.Writer.open
+
+    def spy(self, create_with):
+        real_open(self, create_with)
+        seen.append(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+    monkeypatch.setattr(store_index.Writer, "open", spy)
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    ingest(Index(tmp_path / "a"), src)
+    ingest(Index(tmp_path / "b"), src, memory_bytes=2_000_000_000)
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 10**3, "MB": 10**6, "GB": 10**9}
+    limits = [float(x.split()[0]) * units[x.split()[1]] for x in seen]
+    assert limits[0] == pytest.approx(store_index.WRITER_DUCKDB_MEMORY, rel=0.01)
+    assert limits[1] == pytest.approx(limits[0] / 2, rel=0.01)
+
+
+def test_a_smaller_plan_cuts_batches_smaller_and_finds_the_same(tmp_path, monkeypatch):
+    import neardup.ingest as ingest_mod
+    import neardup.readers.base as base
+
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(ingest_mod, "DEFAULT_BATCH_MB", 0.4)
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    full = ingest(Index(tmp_path / "full"), src)
+    small = ingest(Index(tmp_path / "small"), src, memory_bytes=1_000_000_000)  # batches of 0.1 MB
+    assert len(small.batch_ids) > len(full.batch_ids) >= 2
+    assert _by_url(tmp_path / "small") == _by_url(tmp_path / "full")
+    given = ingest(Index(tmp_path / "given"), src, memory_bytes=1_000_000_000, batch_mb=0.4)  # --batch-mb wins
+    assert len(given.batch_ids) == len(full.batch_ids)
+
+
+def test_cli_memory_option(tmp_path):
+    runner = CliRunner()
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    r = runner.invoke(app, ["ingest", "-q", "--memory", "1GB", "--index", str(tmp_path / "i"), src])
+    assert r.exit_code == 0, r.output
+    assert Index(tmp_path / "i").exists()
+    for bad in ("100MB", "plenty"):
+        r = runner.invoke(app, ["ingest", "-q", "--memory", bad, "--index", str(tmp_path / "j"), src])
+        assert r.exit_code == 2 and "--memory" in r.output
+        assert not (tmp_path / "j").exists()
+
+
+def test_default_batch_size_is_unchanged():
+    assert memory.MemoryPlan().scaled(int(DEFAULT_BATCH_MB * 1e6)) == int(DEFAULT_BATCH_MB * 1e6)
