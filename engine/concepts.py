@@ -25,7 +25,7 @@ exactly those maximal sets, locally:
   smaller new document are excluded from the set but still checked for
   maximality.
 
-A work budget per anchor (20,000 search nodes, 1,000 reported sets) bounds
+A work budget per anchor (100,000 search nodes, 1,000 reported sets) bounds
 the exponential worst case; when it runs out the anchor reports one
 **truncated** cluster, its whole neighbourhood, instead (``Concept.truncated``).
 """
@@ -38,7 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 
 #: search nodes an anchor may visit; each visited node costs a few bit operations per neighbour
-DEFAULT_BUDGET = 20_000
+#: (about 16 µs with 300 neighbours). On the real two-release site one anchor needed 28,196 nodes
+#: for its 578 maximal sets: at 20,000 it was truncated, and the clusters then depended on the
+#: batch split (docs/clusters.md, "Bounded")
+DEFAULT_BUDGET = 100_000
 #: maximal sets one anchor may report before it falls back to its neighbourhood
 MAX_SETS = 1_000
 
