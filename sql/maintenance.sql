@@ -28,9 +28,11 @@ SELECT key, value FROM settings ORDER BY key;
 
 -- name: batch_problems
 -- Batches whose row disagrees with the documents that name them, and documents naming no batch.
+-- A batch's documents are those still indexed and those `neardup delete` removed (deleted_documents).
 WITH d AS (
     SELECT batch_id, count(*) AS n, min(doc_id) AS lo, max(doc_id) AS hi
-    FROM documents GROUP BY batch_id
+    FROM (SELECT doc_id, batch_id FROM documents UNION ALL SELECT doc_id, batch_id FROM deleted_documents)
+    GROUP BY batch_id
 ), b AS (
     SELECT batch_id, status, n_docs, first_doc_id, last_doc_id,
            count(*) OVER (PARTITION BY batch_id) AS copies,
