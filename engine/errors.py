@@ -84,7 +84,7 @@ class QueryRefused(QueryError):
 
     hint = (
         "`neardup sql` runs one SELECT (or EXPLAIN of one) on the catalog and nothing else; "
-        "the index is changed only by `neardup ingest` and `neardup rebuild` (see docs/cli.md)"
+        "the index is changed only by `neardup ingest`, `neardup delete` and `neardup rebuild` (see docs/cli.md)"
     )
     exit_code = 2
 

@@ -18,6 +18,10 @@ import pyarrow as pa
 from ..errors import NeardupError, QueryError, QueryRefused, SelectionError
 from ..sqlfiles import query
 
+#: the hint of every refused or failing ``--where``
+WHERE_HINT = ("--where is one condition on the columns of documents (docs/sql.md), run read-only on the catalog, "
+              "e.g. \"url LIKE 'https://old.example.org/%'\" or \"doc_id IN (SELECT doc_b FROM duplicates)\"; nothing was deleted")
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -49,27 +53,27 @@ class Selection:
 def check_predicate(pred: str) -> None:
     """Refuse a ``--where`` text that is not one expression (``QueryRefused``)."""
     if not pred.strip():
-        raise QueryRefused("refused: --where is empty; give a condition on documents, e.g. \"url LIKE 'https://old.example.org/%'\"")
+        raise QueryRefused("refused: --where is empty; give a condition on documents, e.g. \"url LIKE 'https://old.example.org/%'\"", hint=WHERE_HINT)
     try:
         tokens = duckdb.tokenize(pred)
     except Exception as exc:
-        raise QueryError(f"--where cannot be read: {exc}") from exc
+        raise QueryError(f"--where cannot be read: {exc}", hint=WHERE_HINT) from exc
     depth = 0
     ends = [pos for pos, _ in tokens[1:]] + [len(pred)]
     for (pos, kind), end in zip(tokens, ends):
         if kind == duckdb.token_type.comment:
-            raise QueryRefused("refused: --where holds a comment; give one condition without comments")
+            raise QueryRefused("refused: --where holds a comment; give one condition without comments", hint=WHERE_HINT)
         if kind != duckdb.token_type.operator:
             continue
         for ch in pred[pos:end]:
             if ch == ";":
-                raise QueryRefused("refused: --where holds ';'; give one condition, not statements")
+                raise QueryRefused("refused: --where holds ';'; give one condition, not statements", hint=WHERE_HINT)
             depth += ch == "("
             depth -= ch == ")"
             if depth < 0:
-                raise QueryRefused("refused: --where closes a parenthesis it did not open; give one condition")
+                raise QueryRefused("refused: --where closes a parenthesis it did not open; give one condition", hint=WHERE_HINT)
     if depth:
-        raise QueryRefused("refused: --where leaves a parenthesis open; give one condition")
+        raise QueryRefused("refused: --where leaves a parenthesis open; give one condition", hint=WHERE_HINT)
 
 
 #: applied to the connection a ``--where`` runs on (as ``neardup sql``'s, ``neardup.query``)
@@ -108,14 +112,13 @@ def select(con, sel: Selection) -> np.ndarray:
         sql = f"SELECT doc_id FROM documents WHERE ({sel.where}) ORDER BY doc_id"
         statements = con.extract_statements(sql)
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-            raise QueryRefused("refused: --where is not one condition on documents")
+            raise QueryRefused("refused: --where is not one condition on documents", hint=WHERE_HINT)
         try:
             rows = con.execute(sql).fetchall()
         except duckdb.PermissionException as exc:
-            raise QueryRefused(f"refused: --where reaches outside the catalog ({_first_line(exc)})") from exc
+            raise QueryRefused(f"refused: --where reaches outside the catalog ({_first_line(exc)})", hint=WHERE_HINT) from exc
         except duckdb.Error as exc:
-            raise QueryError(f"--where failed: {_first_line(exc)}",
-                             hint="--where is a condition on the columns of documents (docs/sql.md), e.g. \"batch_id = 3 AND url LIKE '%/old/%'\"") from exc
+            raise QueryError(f"--where failed: {_first_line(exc)}", hint=WHERE_HINT) from exc
     return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
 
 
