@@ -61,6 +61,15 @@ WITH d AS (
 )
 SELECT batch_id, problem FROM found WHERE problem IS NOT NULL ORDER BY batch_id;
 
+-- name: has_deleted_documents
+-- Whether the catalog has the table of deleted documents (migration 9 on).
+SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'deleted_documents';
+
+-- name: no_deleted_documents
+-- For a catalog from before migration 9: no document was ever deleted (a temporary view, on the check's connection).
+CREATE TEMP VIEW deleted_documents AS
+SELECT NULL::BIGINT AS doc_id, NULL::INTEGER AS batch_id, NULL::INTEGER AS deleted_by WHERE false;
+
 -- name: duplicate_doc_ids
 -- Doc ids used by more than one row: how many, and the smallest.
 SELECT count(*), min(doc_id) FROM (SELECT doc_id FROM documents GROUP BY doc_id HAVING count(*) > 1);

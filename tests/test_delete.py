@@ -435,3 +435,25 @@ def test_postings_removal_matches_in_memory_and_lmdb(tmp_path):
         assert mem.applied_batch() == disk.applied_batch() == 3 and disk._max_id() == 3
     finally:
         disk.close()
+
+
+def test_an_index_from_before_delete_checks_and_migrates(tmp_path):
+    """A catalog without migration 9 (no deleted_documents, no batches.kind) checks as before; the first
+    write adds them and a delete works."""
+    import duckdb
+
+    idx = tmp_path / "i"
+    ingest(Index(idx), DOCS)
+    con = duckdb.connect(str(idx / "catalog.duckdb"))
+    con.execute("DROP TABLE deleted_documents")
+    con.execute("ALTER TABLE batches DROP COLUMN kind")
+    con.execute("ALTER TABLE batches DROP COLUMN n_deleted")
+    con.execute("DELETE FROM schema_migrations WHERE version = 9")
+    con.close()
+    assert_checks(idx)
+    r = cli("delete", "--index", str(idx), "--where", "doc_id = 1", "--dry-run")
+    assert r.exit_code == 0 and "would delete 1 document(s)" in r.output, r.output
+    delete(Index(idx), Selection(where="doc_id = 1"))
+    assert run_sql(Index(idx), "SELECT kind, n_deleted FROM batches ORDER BY batch_id").to_pylist() == [
+        {"kind": "ingest", "n_deleted": 0}, {"kind": "delete", "n_deleted": 1}]
+    assert_checks(idx)
