@@ -105,9 +105,30 @@ ORDER BY doc_a, doc_b;
 -- The bottom-k sketches of the documents of `near(doc_id)`.
 SELECT doc_id, sketch FROM fp_bottomk WHERE doc_id IN (SELECT doc_id FROM near) ORDER BY doc_id;
 
--- name: batch_sketches
--- The bottom-k sketches of one batch's documents still indexed (doc ids lo..hi).
-SELECT doc_id, sketch FROM fp_bottomk WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id;
+-- name: frequent_firsts
+-- concept_frequent's key of one batch (doc ids lo..hi): its first document with at least k sketch
+-- values, before the delete and after it. Parameters: lo, hi, k.
+SELECT min(doc_id), min(doc_id) FILTER (WHERE doc_id NOT IN (SELECT doc_id FROM gone))
+FROM fp_bottomk WHERE doc_id BETWEEN ? AND ? AND len(sketch) >= ?;
+
+-- name: frequent_lost
+-- The values of the deleted documents that FREQUENT or more of the batch's documents (with at least
+-- k values) hold, but fewer of those left. Parameters: lo, hi, k, FREQUENT, FREQUENT.
+WITH held AS (
+    SELECT doc_id, unnest(sketch) AS v FROM fp_bottomk WHERE doc_id BETWEEN ? AND ? AND len(sketch) >= ?
+), theirs AS (
+    SELECT DISTINCT v FROM held WHERE doc_id IN (SELECT doc_id FROM gone)
+)
+SELECT h.v FROM held h JOIN theirs USING (v) GROUP BY h.v
+HAVING count(*) >= ? AND count(*) FILTER (WHERE h.doc_id NOT IN (SELECT doc_id FROM gone)) < ?
+ORDER BY h.v;
+
+-- name: frequent_all
+-- Every value FREQUENT or more of the batch's documents (with at least k values) hold, and how many
+-- of them are left. Parameters: lo, hi, k, FREQUENT.
+SELECT v, count(*) FILTER (WHERE doc_id NOT IN (SELECT doc_id FROM gone)) AS n_left
+FROM (SELECT doc_id, unnest(sketch) AS v FROM fp_bottomk WHERE doc_id BETWEEN ? AND ? AND len(sketch) >= ?)
+GROUP BY v HAVING count(*) >= ? ORDER BY v;
 
 -- name: max_doc_id
 -- The largest doc id indexed (0 when none).

@@ -457,3 +457,21 @@ def test_an_index_from_before_delete_checks_and_migrates(tmp_path):
     assert run_sql(Index(idx), "SELECT kind, n_deleted FROM batches ORDER BY batch_id").to_pylist() == [
         {"kind": "ingest", "n_deleted": 0}, {"kind": "delete", "n_deleted": 1}]
     assert_checks(idx)
+
+
+@pytest.mark.parametrize("where", ["doc_id = (SELECT min(doc_id) FROM documents WHERE batch_id = 2)",
+                                   "batch_id = 2 AND doc_id % 3 = 0",
+                                   "batch_id = 2 AND doc_id > (SELECT min(doc_id) FROM documents WHERE batch_id = 2)"])
+def test_batch_wide_frequent_values_follow_what_the_batch_keeps(tmp_path, where):
+    """concept_frequent (values many documents of one batch hold, keyed to its first document) is what
+    the documents left imply: its first document deleted, a third of it, all but the first."""
+    idx = tmp_path / "i"
+    ingest(Index(idx), DOCS)
+    ingest(Index(idx), CRAWL)
+    p = LmdbPostings(Index(idx).postings_path, readonly=True)
+    try:
+        assert p.dump().get("concept_frequent"), "the crawl's frame makes frequent values"
+    finally:
+        p.close()
+    delete(Index(idx), Selection(where=where))
+    assert_checks(idx)  # --full: every table's entries, concept_frequent included, as the catalog implies

@@ -32,7 +32,7 @@ from ..faults import crashpoint
 from ..sqlfiles import query
 from ..store.index import Index
 from . import clusters
-from .postings import as_table, batch_frequent, frequent_changes, removed_postings
+from .postings import as_table, frequent_changes, removed_postings
 from .select import Selection, check_predicate, select
 
 #: the crash points a delete passes, in order (``neardup.faults``)
@@ -111,7 +111,8 @@ def _delete(w, gone: np.ndarray, selection: Selection, res: DeleteResult) -> Non
         # the postings to remove, read while the rows are there
         removed = removed_postings(con, gone, settings)
         batches = [tuple(int(x) for x in r) for r in con.execute(query("delete", "affected_batches")).fetchall()]
-        before = batch_frequent(con, batches, settings)
+        gone_frequent, added = frequent_changes(con, batches, settings)
+        removed.update(gone_frequent)
         con.execute(query("delete", "record_deleted"), [batch_id])
         con.execute(query("delete", "gone_urls"))
         con.execute(query("delete", "subtract_term_stats"))
@@ -126,9 +127,6 @@ def _delete(w, gone: np.ndarray, selection: Selection, res: DeleteResult) -> Non
             res.clusters["concept"] = clusters.update_concepts(con, w.postings, gone, batch_id, settings)
         if "components" in settings.clusters:
             res.clusters["components"] = clusters.update_components(con, batch_id, settings)
-        after = batch_frequent(con, [(b, lo, hi) for b, lo, hi in batches], settings)
-        gone_frequent, added = frequent_changes(before, after)
-        removed.update(gone_frequent)
         max_id = int(con.execute(query("delete", "max_doc_id")).fetchall()[0][0])
         con.execute(query("delete", "insert_delete_batch"), [batch_id, selection.describe(), started, __version__, res.n_docs])
         con.unregister("gone")

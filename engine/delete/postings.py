@@ -4,25 +4,25 @@ The postings are a function of the catalog rows (``neardup.keys``); after a dele
 what that function gives for the documents left, i.e. what ``neardup rebuild --postings`` would
 derive. For the tables kept per document that is the deleted documents' own entries, found from
 their rows in spans of nearby ids (``fingerprint_postings`` reads ranges) and filtered to them.
-``concept_frequent`` is kept per batch (the values many of a batch's documents hold, keyed to its
-first doc id): for each batch that loses documents it is derived again from what the batch keeps,
-and the difference is removed and added.
+``concept_frequent`` is kept per batch (the values ``FREQUENT`` or more of a batch's documents hold,
+keyed to its first doc id): for each batch that loses documents, the rows that what it keeps no
+longer implies are removed (and moved to the next first id when its first document goes),
+counted in DuckDB over the batch's sketches.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..keys import BATCH_TABLES, derive_postings, fingerprint_postings
-from ..neighbours import FREQUENT_TABLE, postings_of
+from ..neighbours import FREQUENT, FREQUENT_TABLE
 from ..settings import Settings
 from ..sqlfiles import query
 from ..store.postings import VALUES
 
 #: deleted ids closer than this share one read of the fingerprint rows between them
-SPAN_GAP = 4096
+SPAN_GAP = 256
 
 Postings = dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -73,37 +73,33 @@ def removed_postings(con, gone: np.ndarray, settings: Settings) -> Postings:
     return out
 
 
-def batch_frequent(con, batches: list[tuple[int, int, int]], settings: Settings) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``concept_frequent``'s rows of each batch ``(batch_id, lo, hi)`` as its documents in the
-    catalog now make them (``neardup.neighbours.postings_of``); empty without concept clusters."""
+def frequent_changes(con, batches: list[tuple[int, int, int]], settings: Settings) -> tuple[Postings, Postings]:
+    """``(removed, added)`` rows of ``concept_frequent`` for the batches ``(batch_id, lo, hi)`` that
+    lose the documents of ``gone``, read before their rows go. A batch's row of a value goes when
+    fewer than ``FREQUENT`` of its documents left hold the value; when the batch's first document
+    (its key) goes, every row of the batch moves to the next one."""
     if "concept" not in settings.clusters:
-        return {}
-    out = {}
-    for b, lo, hi in batches:
-        t = con.sql(query("delete", "batch_sketches"), params=[lo, hi]).to_arrow_table()
-        col = t.column("sketch").combine_chunks()
-        lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64) if len(col) else np.zeros(0, np.int64)
-        flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64) if len(col) else np.zeros(0, np.uint64)
-        out[b] = postings_of(t.column("doc_id").to_numpy(), flat, lens, settings.support)[FREQUENT_TABLE]
-    return out
-
-
-def frequent_changes(before: dict, after: dict) -> tuple[Postings, Postings]:
-    """``(removed, added)`` rows of ``concept_frequent`` between two ``batch_frequent`` results."""
+        return {}, {}
+    k = settings.support
     gone_k, gone_v, new_k, new_v = [], [], [], []
-    for b, (k0, v0) in before.items():
-        k1, v1 = after.get(b, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-        old = set(zip(np.asarray(k0).tolist(), np.asarray(v0).tolist()))
-        new = set(zip(np.asarray(k1).tolist(), np.asarray(v1).tolist()))
-        for k, v in sorted(old - new):
-            gone_k.append(k)
-            gone_v.append(v)
-        for k, v in sorted(new - old):
-            new_k.append(k)
-            new_v.append(v)
+    for _, lo, hi in batches:
+        first, first_left = con.execute(query("delete", "frequent_firsts"), [lo, hi, k]).fetchall()[0]
+        if first is None:
+            continue
+        if first == first_left:
+            lost = [v for (v,) in con.execute(query("delete", "frequent_lost"), [lo, hi, k, FREQUENT, FREQUENT]).fetchall()]
+            gone_k += lost
+            gone_v += [first] * len(lost)
+            continue
+        for v, n_left in con.execute(query("delete", "frequent_all"), [lo, hi, k, FREQUENT]).fetchall():
+            gone_k.append(v)
+            gone_v.append(first)
+            if first_left is not None and n_left >= FREQUENT:
+                new_k.append(v)
+                new_v.append(first_left)
 
-    def table(k, v):
-        return {FREQUENT_TABLE: (np.array(k, dtype=np.uint64), np.array(v, dtype=np.uint64))} if k else {}
+    def table(keys, ids):
+        return {FREQUENT_TABLE: (np.array(keys, dtype=np.uint64), np.array(ids, dtype=np.uint64))} if keys else {}
 
     return table(gone_k, gone_v), table(new_k, new_v)
 
