@@ -475,3 +475,15 @@ def test_batch_wide_frequent_values_follow_what_the_batch_keeps(tmp_path, where)
         p.close()
     delete(Index(idx), Selection(where=where))
     assert_checks(idx)  # --full: every table's entries, concept_frequent included, as the catalog implies
+
+
+@given(st.lists(st.integers(1, 50_000), min_size=0, max_size=300, unique=True), st.integers(1, 500), st.integers(1, 3000))
+def test_spans_cover_every_deleted_id_in_bounded_disjoint_ranges(ids, gap, most):
+    from neardup.delete.postings import spans
+
+    ids = np.array(sorted(ids), dtype=np.int64)
+    got = spans(ids, gap, most)
+    assert all(lo <= hi and hi - lo < most for lo, hi in got)
+    assert all(a[1] < b[0] for a, b in zip(got, got[1:]))
+    assert all(any(lo <= i <= hi for lo, hi in got) for i in ids.tolist())
+    assert all(np.any((ids >= lo) & (ids <= hi)) for lo, hi in got)  # no range without a deleted id

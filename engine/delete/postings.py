@@ -23,18 +23,26 @@ from ..store.postings import VALUES
 
 #: deleted ids closer than this share one read of the fingerprint rows between them
 SPAN_GAP = 256
+#: ids one read covers at most (what it holds in memory is the postings of that many documents)
+SPAN_MAX = 4096
 
 Postings = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-def spans(ids: np.ndarray, gap: int = SPAN_GAP) -> list[tuple[int, int]]:
-    """``ids`` (ascending) as ranges ``(lo, hi)``, a new range wherever two ids are more than ``gap`` apart."""
+def spans(ids: np.ndarray, gap: int = SPAN_GAP, most: int = SPAN_MAX) -> list[tuple[int, int]]:
+    """``ids`` (ascending) as ranges ``(lo, hi)``: a new range wherever two ids are more than ``gap``
+    apart, and none wider than ``most`` ids."""
+    out = []
     if ids.size == 0:
-        return []
+        return out
     cut = np.flatnonzero(np.diff(ids) > gap)
-    starts = np.r_[0, cut + 1]
-    ends = np.r_[cut, ids.size - 1]
-    return [(int(ids[s]), int(ids[e])) for s, e in zip(starts.tolist(), ends.tolist())]
+    for s, e in zip(np.r_[0, cut + 1].tolist(), np.r_[cut, ids.size - 1].tolist()):
+        run = ids[s : e + 1]
+        part = (run - run[0]) // most  # ascending: each part is a slice of the run
+        starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
+        ends = np.r_[starts[1:], run.size] - 1
+        out += [(int(run[a]), int(run[b])) for a, b in zip(starts.tolist(), ends.tolist())]
+    return out
 
 
 def _merge(into: Postings, more: Postings) -> None:
