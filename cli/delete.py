@@ -41,7 +41,7 @@ def _print(res: DeleteResult, show: int) -> None:
     out.print(f"{verb} {res.n_docs} document(s) of {res.n_urls} url(s)" + ("" if res.dry_run else f" in {res.seconds:.2f} s"), highlight=False)
     for doc_id, u, version, batch_id in res.first[:show]:
         out.print(f"  {u} (version {version}, doc {doc_id}, batch {batch_id})", highlight=False, markup=False)
-    if res.n_docs > min(show, len(res.first)):
+    if show and res.n_docs > min(show, len(res.first)):
         out.print(f"  ... and {res.n_docs - min(show, len(res.first))} more", highlight=False)
     if res.dry_run:
         out.print("nothing was changed (--dry-run)", highlight=False)
