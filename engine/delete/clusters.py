@@ -90,13 +90,15 @@ def _neighbours(con, postings, ids: np.ndarray, gone: np.ndarray, k: int) -> tup
         t = con.sql(query("delete", "sketches_of")).to_arrow_table()
     finally:
         con.unregister("near")
+    if t.num_rows == 0:
+        return {}, {}
     col = t.column("sketch").combine_chunks()
     own_ids = t.column("doc_id").to_numpy()
     lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64)
     # every holder of a looked-up value comes from the postings (``lo`` above every id): the
     # affected documents themselves, their neighbours old and new, and the deleted ones
-    beyond = int(max(own_ids.max(), 0)) + (1 << 31)
+    beyond = int(own_ids.max()) + (1 << 31)
     a, b, _ = search(own_ids, flat, lens, k, lo=beyond, postings=postings,
                      old_sketches=lambda want: _sorted(_sketches(con, postings, beyond, want)))
     skip = set(gone.tolist())
