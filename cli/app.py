@@ -604,6 +604,11 @@ def backup(
             raise typer.Exit(r.check.exit_code)
 
 
+from .delete import register as register_delete  # noqa: E402
+
+register_delete(app)
+
+
 def main() -> None:
     try:
         app()

@@ -84,7 +84,7 @@ class QueryRefused(QueryError):
 
     hint = (
         "`neardup sql` runs one SELECT (or EXPLAIN of one) on the catalog and nothing else; "
-        "the index is changed only by `neardup ingest` and `neardup rebuild` (see docs/cli.md)"
+        "the index is changed only by `neardup ingest`, `neardup delete` and `neardup rebuild` (see docs/cli.md)"
     )
     exit_code = 2
 
@@ -125,3 +125,12 @@ class PostingsDamaged(NeardupError):
     def __init__(self, message: str, hint: str | None = None, path: str | None = None, detail: str = ""):
         super().__init__(message, hint)
         self.path, self.detail = path, detail
+
+
+class SelectionError(NeardupError):
+    """``neardup delete`` was given a selection it cannot take: none or several of --url/--batch/--where,
+    a url or batch the index does not hold. Nothing is deleted."""
+
+    hint = ("nothing was deleted; `neardup delete --dry-run` shows what a selection takes, "
+            "`neardup sql \"SELECT url FROM documents WHERE url LIKE '%...%'\"` finds urls (see docs/cli.md)")
+    exit_code = 2

@@ -32,6 +32,12 @@ _LOCKDOWN = (
 #: SELECT. (The read-only connection refuses any lasting write whatever the type.)
 _READ_TYPES = (duckdb.StatementType.SELECT, duckdb.StatementType.MULTI)
 
+#: Statements that would change rows or tables: their refusal points to ``neardup delete``.
+_WRITE_TYPES = tuple(getattr(duckdb.StatementType, n) for n in ("DELETE", "DROP", "UPDATE", "INSERT", "ALTER")
+                     if hasattr(duckdb.StatementType, n))
+_DELETE_POINTER = ("to remove documents (with their fingerprints, postings, pairs and clusters) use "
+                   "`neardup delete --url URL | --batch N | --where CONDITION` (docs/cli.md)")
+
 _OUTSIDE_HINT = (
     "`neardup sql` reads the catalog and nothing else (no files, URLs or extensions); to join "
     "other files with the catalog, open it read-only in DuckDB (see docs/cli.md, `neardup sql`)"
@@ -95,6 +101,8 @@ def _read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Sta
             return st
         what = _describe(inner) if inner is not None else "a statement that cannot be told"
         raise QueryRefused(f"refused: EXPLAIN of {what}; `neardup sql` explains only a SELECT")
+    if _type(st) in _WRITE_TYPES:
+        raise QueryRefused(f"refused: {_describe(st)} is not a read-only query; {_DELETE_POINTER}")
     raise QueryRefused(f"refused: {_describe(st)} is not a read-only query")
 
 

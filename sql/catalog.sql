@@ -76,7 +76,9 @@ WHERE NOT EXISTS (
 
 -- name: insert_batch
 -- Record a finished batch.
-INSERT INTO batches VALUES (?, ?, ?, now()::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO batches (batch_id, source, started_at, finished_at, n_docs, n_unchanged, n_skipped, n_rejected,
+                     n_bytes, first_doc_id, last_doc_id, status, neardup_version)
+VALUES (?, ?, ?, now()::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: summary
 -- Counts for `neardup info`.

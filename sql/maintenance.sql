@@ -28,9 +28,11 @@ SELECT key, value FROM settings ORDER BY key;
 
 -- name: batch_problems
 -- Batches whose row disagrees with the documents that name them, and documents naming no batch.
+-- A batch's documents are those still indexed and those `neardup delete` removed (deleted_documents).
 WITH d AS (
     SELECT batch_id, count(*) AS n, min(doc_id) AS lo, max(doc_id) AS hi
-    FROM documents GROUP BY batch_id
+    FROM (SELECT doc_id, batch_id FROM documents UNION ALL SELECT doc_id, batch_id FROM deleted_documents)
+    GROUP BY batch_id
 ), b AS (
     SELECT batch_id, status, n_docs, first_doc_id, last_doc_id,
            count(*) OVER (PARTITION BY batch_id) AS copies,
@@ -58,6 +60,15 @@ WITH d AS (
     FROM b FULL OUTER JOIN d ON b.batch_id = d.batch_id
 )
 SELECT batch_id, problem FROM found WHERE problem IS NOT NULL ORDER BY batch_id;
+
+-- name: has_deleted_documents
+-- Whether the catalog has the table of deleted documents (migration 9 on).
+SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'deleted_documents';
+
+-- name: no_deleted_documents
+-- For a catalog from before migration 9: no document was ever deleted (a temporary view, on the check's connection).
+CREATE TEMP VIEW deleted_documents AS
+SELECT NULL::BIGINT AS doc_id, NULL::INTEGER AS batch_id, NULL::INTEGER AS deleted_by WHERE false;
 
 -- name: duplicate_doc_ids
 -- Doc ids used by more than one row: how many, and the smallest.

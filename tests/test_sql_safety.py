@@ -67,7 +67,7 @@ def sql(idx: Path, query: str, *opts: str):
     return runner.invoke(app, ["sql", "--index", str(idx), *opts, "--", query])
 
 
-WRITE_HINT = "changed only by `neardup ingest` and `neardup rebuild`"
+WRITE_HINT = "changed only by `neardup ingest`, `neardup delete` and `neardup rebuild`"
 OUTSIDE_HINT = "open it read-only in DuckDB"
 
 # (statement, what the message must say); {idx} is the index folder, {tmp} the test's tmp_path

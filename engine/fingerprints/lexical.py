@@ -265,7 +265,7 @@ def descr_words(con, lo: int, hi: int, seed: int) -> None:
         _insert(con, "support_words", chosen)
     rows = con.sql(query("lexical", "descr_signatures"), params=[lo, hi, lo, hi]).to_arrow_table()
     found = dict(zip(rows.column("doc_id").to_pylist(), rows.column("words").to_pylist()))
-    ids = list(range(lo, hi + 1))
+    ids = _doc_ids(con, lo, hi)
     words = [found.get(i, []) for i in ids]
     # the empty signature (no support word above its threshold) is 0 and matches nothing
     sig = [xxhash.xxh64_intdigest(" ".join(w).encode("utf-8"), seed) if w else 0 for w in words]
@@ -280,11 +280,11 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) ->
     wanted = [m for m in methods if m in STATS_METHODS]
     if "lexical" in wanted:
         rows = con.sql(query("lexical", "lexical_image"), params=[LEXICON[0] * max_cf, LEXICON[1] * max_cf, lo, hi]).to_arrow_table()
-        _insert(con, "fp_lexical", _every_doc(rows, lo, hi, {"words": []}))
+        _insert(con, "fp_lexical", _every_doc(con, rows, lo, hi, {"words": []}))
     if "a7" in wanted:
         rows = con.sql(query("lexical", "lexrand_terms"), params=[n, n, LEXRAND_IDF[0], LEXRAND_IDF[1], lo, hi]).to_arrow_table()
         found = dict(zip(rows.column("doc_id").to_pylist(), rows.column("terms").to_pylist()))
-        ids = list(range(lo, hi + 1))  # the batch's documents; those without lexicon terms sign the empty set
+        ids = _doc_ids(con, lo, hi)  # the batch's documents; those without lexicon terms sign the empty set
         sigs, keys = lexrand([found.get(i, []) for i in ids], seed)
         _insert(con, "fp_a7", pa.table({"doc_id": pa.array(ids, pa.int64()), "signatures": pa.array(sigs, pa.list_(pa.string())),
                                          "keys": pa.array(keys, pa.list_(pa.uint64()))}))
@@ -309,14 +309,19 @@ def batch_end(con, lo: int, hi: int, methods: tuple[str, ...], seed: int = 0) ->
             con.unregister("w")
         # a document without terms (or sentences) gets no signature: 0, which matches nothing
         sigs = pa.array([crc32(" ".join(x)) if x else 0 for x in rows.column(col).to_pylist()], pa.uint32())
-        _insert(con, f"fp_{m}", _every_doc(rows.append_column("crc32", sigs), lo, hi, {col: [], "crc32": 0}))
+        _insert(con, f"fp_{m}", _every_doc(con, rows.append_column("crc32", sigs), lo, hi, {col: [], "crc32": 0}))
 
 
-def _every_doc(rows: pa.Table, lo: int, hi: int, empty: dict) -> pa.Table:
+def _doc_ids(con, lo: int, hi: int) -> list[int]:
+    """The documents with ids lo..hi, ascending (`neardup delete` leaves gaps in a batch's range)."""
+    return [d for (d,) in con.execute("SELECT doc_id FROM documents WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", [lo, hi]).fetchall()]
+
+
+def _every_doc(con, rows: pa.Table, lo: int, hi: int, empty: dict) -> pa.Table:
     """``rows`` (one per document that has any) completed with ``empty`` rows for the other
     documents lo..hi, so that every method has one row per document."""
     have = set(rows.column("doc_id").to_pylist())
-    missing = [i for i in range(lo, hi + 1) if i not in have]
+    missing = [i for i in _doc_ids(con, lo, hi) if i not in have]
     if not missing:
         return rows
     extra = pa.table({"doc_id": pa.array(missing, pa.int64()), **{k: pa.array([v] * len(missing), rows.schema.field(k).type) for k, v in empty.items()}})

@@ -279,6 +279,8 @@ class _Check:
                 self.add(what, SKIPPED, "not checked: the catalog cannot be read")
             return
         try:
+            if not self.scalar("has_deleted_documents")[0]:
+                self.con.execute(query("maintenance", "no_deleted_documents"))
             problems = [p for _, p in self.con.execute(query("maintenance", "batch_problems")).fetchall()]
             n_dup, dup = self.scalar("duplicate_doc_ids")
             if n_dup:

@@ -319,6 +319,22 @@ class Writer:
             timings["postings"] = timings.get("postings", 0.0) + t1 - t0
         (self.index.path / PENDING_FILE).unlink(missing_ok=True)
 
+    def finish_delete(self, batch_id: int, removed: dict[str, tuple[np.ndarray, np.ndarray]],
+                      added: dict[str, tuple[np.ndarray, np.ndarray]], max_doc_id: int) -> None:
+        """After a delete batch's catalog commit (``neardup delete``): remove its documents' postings
+        in one LMDB transaction, clear the marker. A crash before that transaction commits leaves the
+        postings to ``repair``, which re-derives them all (the deleted rows are gone from the catalog)."""
+        from ..faults import crashpoint
+
+        assert self.postings is not None
+        crashpoint("duckdb-after-commit")
+        with storage.guard(self.index.postings_path, f"removing postings in delete batch {batch_id}", KEEPS_POSTINGS,
+                           index=self.index.path):
+            self.postings.remove_batch(batch_id, removed, added, max_doc_id)
+        crashpoint("lmdb-after-commit")
+        crashpoint("before-done")
+        (self.index.path / PENDING_FILE).unlink(missing_ok=True)
+
     def repair(self) -> list[int]:
         """Bring the postings up to the catalog after a crash; returns the batches re-applied."""
         with storage.guard(self.index.postings_path, "re-deriving the postings of an interrupted write", KEEPS_REBUILD,
@@ -333,8 +349,10 @@ class Writer:
             kind = (self.index.path / PENDING_FILE).read_text().split()[0]
         except (OSError, IndexError):
             kind = "batch"
-        if applied > last or kind == "rebuild":
-            # The catalog is the truth; postings ahead of it can only be rebuilt.
+        deletes = self.con.execute(query("delete", "delete_batches_after"), [applied]).fetchall()[0][0]
+        if applied > last or kind == "rebuild" or deletes:
+            # The catalog is the truth; postings ahead of it can only be rebuilt, and so can those of a
+            # delete batch (the rows its postings came from are gone from the catalog).
             self.rebuild_postings()
         else:
             for (b,) in self.con.execute(query("catalog", "committed_batches_after"), [applied]).fetchall():

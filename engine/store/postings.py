@@ -140,6 +140,14 @@ class Postings:
         """
         raise NotImplementedError
 
+    def remove_batch(self, batch_id: int, removed: dict[str, tuple[np.ndarray, np.ndarray]],
+                     added: dict[str, tuple[np.ndarray, np.ndarray]] | None = None, max_doc_id: int = 0) -> None:
+        """A delete batch (``neardup delete``): remove the ``(key, doc_id)`` entries of ``removed``
+        (``val:`` tables: ``(doc_ids, values)`` as ``apply_batch`` takes them; the ids go), add those of ``added`` (rows a batch keeps for itself
+        as a whole, whose key moved), and record ``batch_id`` and ``max_doc_id`` (the largest id
+        still indexed), atomically. Idempotent like ``apply_batch``; absent entries are ignored."""
+        raise NotImplementedError
+
     def dump(self) -> dict[str, dict[int, list[int]]]:
         """Everything, as plain Python (tests and consistency checks only)."""
         raise NotImplementedError
@@ -189,6 +197,31 @@ class MemoryPostings(Postings):
         for table, (keys, vals) in postings.items():
             if table.startswith(VALUES):
                 self._values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), vals))
+        self._applied = batch_id
+
+    def remove_batch(self, batch_id, removed, added=None, max_doc_id=0):
+        if batch_id <= self._applied:
+            return
+        for table, (keys, ids) in removed.items():
+            if table.startswith(VALUES):
+                tab = self._values.get(table[len(VALUES) :], {})
+                for i in np.asarray(keys).tolist():  # a value table is keyed by doc id
+                    tab.pop(int(i), None)
+                continue
+            tab = self._data.get(table, {})
+            for k, gone in group_postings(keys, ids):
+                old = tab.get(k)
+                if old is not None:
+                    left = old[~np.isin(old, gone)]
+                    if left.size:
+                        tab[k] = left
+                    else:
+                        del tab[k]
+        for table, (keys, ids) in (added or {}).items():
+            tab = self._data.setdefault(table, {})
+            for k, new in group_postings(keys, ids):
+                old = tab.get(k)
+                tab[k] = new if old is None else np.union1d(old, new).astype(np.uint64)
         self._applied = batch_id
 
     def dump(self):
@@ -454,6 +487,52 @@ class LmdbPostings(Postings):
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
             crashpoint("lmdb-before-commit")
+
+    def remove_batch(self, batch_id, removed, added=None, max_doc_id=0):
+        if batch_id <= self.applied_batch():
+            return
+        while True:
+            try:
+                self._remove(batch_id, removed, added or {}, max_doc_id)
+                return
+            except lmdb.MapFullError:  # deleting rewrites pages too (copy on write)
+                self.env.set_mapsize(self.env.info()["map_size"] * 2)
+
+    def _remove(self, batch_id: int, removed: dict, added: dict, max_doc_id: int) -> None:
+        from ..faults import crashpoint
+
+        meta = self._db(_META.decode(), create=True)
+        # every database is opened before the write transaction (opening one takes a transaction of its own)
+        levels = {t: [db for db in ((self._db(t),) if t.startswith(VALUES) else (self._db(t), self._db(t, recent=True)))
+                      if db is not None] for t in removed}
+        into = {t: self._db(t, create=True, recent=True) for t in added}
+        with self.env.begin(write=True) as txn:
+            for table, (keys, ids) in sorted(removed.items()):
+                if table.startswith(VALUES):
+                    for db in levels[table]:
+                        kb = np.unique(np.asarray(keys, dtype=np.uint64)).astype(_KEY_DTYPE).tobytes()  # a value table is keyed by doc id
+                        for j in range(0, len(kb), 8):
+                            txn.delete(kb[j : j + 8], db=db)
+                    continue
+                k, d = _sorted_pairs(keys, ids)
+                kb, vb = k.astype(_KEY_DTYPE).tobytes(), d.astype(_VAL_DTYPE).tobytes()
+                for db in levels[table]:
+                    cur = txn.cursor(db=db)
+                    for j in range(0, len(kb), 8):
+                        if cur.set_key_dup(kb[j : j + 8], vb[j : j + 8]):
+                            cur.delete()
+                        if j % (8 * PUT_RUN) == 0:
+                            self._release()
+                crashpoint("lmdb-mid-write")
+            for table, raw in sorted(added.items()):
+                k, d = _sorted_pairs(*raw)
+                kb, vb = k.astype(_KEY_DTYPE).tobytes(), d.astype(_VAL_DTYPE).tobytes()
+                self._put(txn.cursor(db=into[table]),
+                          ((kb[i : i + 8], vb[i : i + 8]) for i in range(0, len(kb), 8)), True)
+            txn.put(_MAX_ID, str(max_doc_id).encode(), db=meta)
+            txn.put(_APPLIED, str(batch_id).encode(), db=meta)
+            crashpoint("lmdb-before-commit")
+        self._release()
 
     def _put(self, cursor, items: Iterator, dupdata: bool) -> None:
         """``putmulti`` in runs of ``PUT_RUN`` records, the map's pages released after each run: the pages
