@@ -532,8 +532,10 @@ def info(index: IndexOpt = DEFAULT_INDEX) -> None:
     if i.batches:
         t = Table("batch", "source", "status", "added", "unchanged", "skipped", "rejected", "finished")
         for b in i.batches:
+            deleted = b.get("kind") == "delete"
             t.add_row(
-                str(b["batch_id"]), b["source"], b["status"], str(b["n_docs"]), str(b["n_unchanged"]),
+                str(b["batch_id"]), b["source"], b["status"] + (" (delete)" if deleted else ""),
+                f"-{b['n_deleted']}" if deleted else str(b["n_docs"]), str(b["n_unchanged"]),
                 str(b["n_skipped"]), str(b["n_rejected"]), str(b["finished_at"])[:19],
             )
         out.print(t)

@@ -101,5 +101,5 @@ SELECT method, count(*) AS clusters, count(*) FILTER (WHERE truncated) AS trunca
 -- name: recent_batches
 -- The newest batches, newest first.
 SELECT batch_id, source, status, n_docs, n_unchanged, n_skipped, n_rejected,
-       started_at, finished_at
+       started_at, finished_at, kind, n_deleted
 FROM batches ORDER BY batch_id DESC LIMIT ?;

@@ -392,6 +392,10 @@ def test_cli_delete_on_the_fixtures_and_check_passes(tmp_path):
     c = cli("check", "--full", "--index", str(idx))
     assert c.exit_code == 0, c.output
     assert "all is well" in c.output
+    n = run_sql(Index(idx), "SELECT n_deleted FROM batches WHERE batch_id = 3").column("n_deleted")[0].as_py()
+    info = cli("info", "--index", str(idx))
+    assert info.exit_code == 0 and n > 0
+    assert f"-{n}" in info.output and "(delete)" in " ".join(info.output.split())
 
 
 @pytest.mark.parametrize("statement", ["DELETE FROM documents WHERE doc_id = 1", "DROP TABLE documents",
