@@ -1,0 +1,101 @@
+"""The catalog as a batch would see it, without writing it: an in-memory overlay.
+
+A query is paired exactly as an ingest batch of its records would be
+(``neardup.pairs.find_batch_pairs``, and for the statistics-based methods
+``neardup.fingerprints.lexical.batch_end``), but the catalog is opened
+read-only. Those functions read and write tables by their plain names, so
+they run on the read-only catalog connection with an in-memory database
+attached (``ATTACH ':memory:' AS ...``) and made the default:
+
+* schema ``rows`` holds the query's own rows: ``fp_*``, ``doc_terms`` and
+  ``new_documents`` (real tables, empty to start), copies of ``term_stats``
+  and ``support_words`` (which a batch updates) when the statistics-based
+  methods are on, and a view ``documents`` over the catalog's documents and
+  the new ones. It is the default while the query's rows are written and
+  their statistics-based fingerprints computed (``writing()``).
+* schema ``main`` has a view per catalog table: the catalog's rows followed
+  by the query's for ``documents``, ``fp_*`` and ``doc_terms``, the
+  catalog's alone for the others, and a real, empty ``duplicates`` table
+  that receives the pairs. It is the default while pairs are found
+  (``pairing()``).
+
+Nothing reaches the catalog file: the connection is read-only, and the
+overlay goes with the connection (``close()`` detaches it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import duckdb
+
+#: name of the attached in-memory database
+OVERLAY = "neardup_query"
+#: catalog tables that hold rows of the query's documents too
+_OWN_ROWS = ("doc_terms",)
+#: catalog tables a batch updates in place (copied into the overlay when a method needs them)
+_COPIED = {"term_stats": "term VARCHAR PRIMARY KEY, df BIGINT, cf BIGINT"}
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Overlay:
+    """The overlay on one read-only catalog connection (see the module docstring)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, copy_stats: bool = False):
+        self.con = con
+        self.catalog = con.execute("SELECT current_database()").fetchall()[0][0]
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' AND NOT temporary "
+            "ORDER BY table_name", [self.catalog]).fetchall()]
+        con.execute(f"ATTACH ':memory:' AS {OVERLAY} (READ_WRITE)")
+        src = f"{_q(self.catalog)}.main"
+        own = [t for t in tables if t.startswith("fp_") or t in _OWN_ROWS]
+        con.execute(f"CREATE SCHEMA {OVERLAY}.rows")
+        for t in own:
+            con.execute(f"CREATE TABLE {OVERLAY}.rows.{_q(t)} AS SELECT * FROM {src}.{_q(t)} LIMIT 0")
+        con.execute(f"CREATE TABLE {OVERLAY}.rows.new_documents AS SELECT * FROM {src}.documents LIMIT 0")
+        con.execute(f"CREATE VIEW {OVERLAY}.rows.documents AS SELECT * FROM {src}.documents "
+                    f"UNION ALL SELECT * FROM {OVERLAY}.rows.new_documents")
+        if copy_stats:
+            for t, columns in _COPIED.items():
+                con.execute(f"CREATE TABLE {OVERLAY}.rows.{t} ({columns})")
+                con.execute(f"INSERT INTO {OVERLAY}.rows.{t} SELECT * FROM {src}.{t}")
+            con.execute(f"CREATE TABLE {OVERLAY}.rows.support_words AS SELECT * FROM {src}.support_words")
+        for t in tables:
+            if t == "duplicates":
+                con.execute(f"CREATE TABLE {OVERLAY}.main.duplicates AS SELECT * FROM {src}.duplicates LIMIT 0")
+            elif t in own or t == "documents":
+                con.execute(f"CREATE VIEW {OVERLAY}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)} "
+                            f"UNION ALL SELECT * FROM {OVERLAY}.rows.{_q(t)}")
+            else:
+                con.execute(f"CREATE VIEW {OVERLAY}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)}")
+        self._use("main")
+
+    def _use(self, schema: str) -> None:
+        self.con.execute(f"USE {OVERLAY}.{schema}")
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The connection with the query's own rows as the default tables (see the module docstring)."""
+        self._use("rows")
+        try:
+            yield self.con
+        finally:
+            self._use("main")
+
+    def pairing(self) -> duckdb.DuckDBPyConnection:
+        """The connection with the catalog plus the query's rows as the default tables."""
+        self._use("main")
+        return self.con
+
+    def table(self, name: str) -> str:
+        """The qualified name of a catalog table (the catalog's rows only)."""
+        return f"{_q(self.catalog)}.main.{_q(name)}"
+
+    def close(self) -> None:
+        self.con.execute(f"USE {_q(self.catalog)}.main")
+        self.con.execute(f"DETACH {OVERLAY}")

@@ -1,0 +1,76 @@
+"""Running a query over an input or a list of texts (``neardup query``, ``Index.query``).
+
+``query_input`` answers an input (any file, folder or ``-`` that ingest
+reads, with the same ``ReadOptions``), ``query_texts`` a list of strings; both
+give tables of ``SCHEMA`` (see ``neardup.lookup.match``). The index is opened
+as ``neardup sql`` opens it: the catalog read-only (so readers go on, and a
+writer at work makes the query fail at once with ``IndexBusy``), the postings
+read-only; nothing in the folder is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+from ..readers import RawChunk, ReadOptions, read_input
+from ..readers.base import ChunkBuilder
+from ..store.index import Index as _StoreIndex
+from .match import DEFAULT_PART_MB, SCHEMA, answer, close_session, open_session, prepared_chunks
+
+#: ``source`` of the records of ``query_texts``
+TEXTS_SOURCE = "<texts>"
+
+
+def query_input(index: _StoreIndex, path: str, opts: ReadOptions | None = None,
+                part_mb: float = DEFAULT_PART_MB, timings: dict[str, float] | None = None) -> Iterator[pa.Table]:
+    """The answer for every record of ``path``, one table of ``SCHEMA`` per ``part_mb`` MB read.
+
+    The index stays open (read-only) while the tables are being taken. Raises ``InputError``
+    when the input cannot be opened, before the index is opened."""
+    raw = read_input(path, opts or ReadOptions())
+    yield from _answer(index, raw, part_mb, timings)
+
+
+def query_texts(index: _StoreIndex, texts: Sequence[str | None], urls: Sequence[str] | None = None, html: bool = False,
+                timings: dict[str, float] | None = None) -> pa.Table:
+    """The answer for each text (``query`` is its position in ``texts``): one table of ``SCHEMA``.
+
+    ``urls`` name the texts (default ``text:N``); ``html``: the texts are HTML markup, whose
+    visible text is compared. A text that is None, empty or too short for the index is a row
+    with its ``reject`` reason."""
+    if urls is not None and len(urls) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
+    tables = list(_answer(index, _chunks(texts, urls, html), float("inf"), timings))
+    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+
+
+def _chunks(texts: Sequence[str | None], urls: Sequence[str] | None, html: bool) -> Iterator[RawChunk]:
+    b = ChunkBuilder(TEXTS_SOURCE)
+    for i, text in enumerate(texts):
+        url = urls[i] if urls is not None else f"text:{i}"
+        if text is None:  # kept as a row (numbering stays the position), rejected by prepare as empty
+            text = ""
+        elif not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+        b.add(url, f"text {i}", text, html, len(text.encode("utf-8", "surrogatepass")))
+        if b.full():
+            yield b.take()
+    if b.pending():
+        yield b.take()
+
+
+def _answer(index: _StoreIndex, raw, part_mb: float, timings: dict[str, float] | None) -> Iterator[pa.Table]:
+    with index.reader() as con:
+        s = open_session(index, con)
+        try:
+            yield from answer(s, prepared_chunks(raw, s.settings), part_mb)
+        finally:
+            close_session(s)
+            if timings is not None:
+                for k, v in s.timings.items():
+                    timings[k] = timings.get(k, 0.0) + v
+
+
+__all__ = ["query_input", "query_texts", "TEXTS_SOURCE"]
