@@ -585,6 +585,11 @@ def backup(
             raise typer.Exit(r.check.exit_code)
 
 
+from .query import register as _register_query  # noqa: E402
+
+_register_query(app)
+
+
 def main() -> None:
     try:
         app()

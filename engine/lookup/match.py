@@ -89,7 +89,7 @@ def open_session(index: Index, con) -> Session:
     last = con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
     postings = None
     hint = "run any write (`neardup ingest`) or `neardup rebuild --postings` where the folder can be written, then query again"
-    if index.postings_path.exists():
+    if (index.postings_path / "data.mdb").exists():
         with storage.guard(index.postings_path, "reading the postings", index=index.path):
             postings = LmdbPostings(index.postings_path, readonly=True)
             applied = postings.applied_batch()

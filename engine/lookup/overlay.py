@@ -26,12 +26,16 @@ overlay goes with the connection (``close()`` detaches it).
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 from collections.abc import Iterator
 
 import duckdb
 
-#: name of the attached in-memory database
+#: name of the attached in-memory database (with a number per overlay: connections of one process
+#: to one catalog share DuckDB's database instance, where attached names are shared too)
 OVERLAY = "neardup_query"
+_serial = itertools.count(1)
 #: catalog tables that hold rows of the query's documents too
 _OWN_ROWS = ("doc_terms",)
 #: catalog tables a batch updates in place (copied into the overlay when a method needs them)
@@ -51,32 +55,33 @@ class Overlay:
         tables = [r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' AND NOT temporary "
             "ORDER BY table_name", [self.catalog]).fetchall()]
-        con.execute(f"ATTACH ':memory:' AS {OVERLAY} (READ_WRITE)")
+        self.name = f"{OVERLAY}_{os.getpid()}_{next(_serial)}"
+        con.execute(f"ATTACH ':memory:' AS {self.name} (READ_WRITE)")
         src = f"{_q(self.catalog)}.main"
         own = [t for t in tables if t.startswith("fp_") or t in _OWN_ROWS]
-        con.execute(f"CREATE SCHEMA {OVERLAY}.rows")
+        con.execute(f"CREATE SCHEMA {self.name}.rows")
         for t in own:
-            con.execute(f"CREATE TABLE {OVERLAY}.rows.{_q(t)} AS SELECT * FROM {src}.{_q(t)} LIMIT 0")
-        con.execute(f"CREATE TABLE {OVERLAY}.rows.new_documents AS SELECT * FROM {src}.documents LIMIT 0")
-        con.execute(f"CREATE VIEW {OVERLAY}.rows.documents AS SELECT * FROM {src}.documents "
-                    f"UNION ALL SELECT * FROM {OVERLAY}.rows.new_documents")
+            con.execute(f"CREATE TABLE {self.name}.rows.{_q(t)} AS SELECT * FROM {src}.{_q(t)} LIMIT 0")
+        con.execute(f"CREATE TABLE {self.name}.rows.new_documents AS SELECT * FROM {src}.documents LIMIT 0")
+        con.execute(f"CREATE VIEW {self.name}.rows.documents AS SELECT * FROM {src}.documents "
+                    f"UNION ALL SELECT * FROM {self.name}.rows.new_documents")
         if copy_stats:
             for t, columns in _COPIED.items():
-                con.execute(f"CREATE TABLE {OVERLAY}.rows.{t} ({columns})")
-                con.execute(f"INSERT INTO {OVERLAY}.rows.{t} SELECT * FROM {src}.{t}")
-            con.execute(f"CREATE TABLE {OVERLAY}.rows.support_words AS SELECT * FROM {src}.support_words")
+                con.execute(f"CREATE TABLE {self.name}.rows.{t} ({columns})")
+                con.execute(f"INSERT INTO {self.name}.rows.{t} SELECT * FROM {src}.{t}")
+            con.execute(f"CREATE TABLE {self.name}.rows.support_words AS SELECT * FROM {src}.support_words")
         for t in tables:
             if t == "duplicates":
-                con.execute(f"CREATE TABLE {OVERLAY}.main.duplicates AS SELECT * FROM {src}.duplicates LIMIT 0")
+                con.execute(f"CREATE TABLE {self.name}.main.duplicates AS SELECT * FROM {src}.duplicates LIMIT 0")
             elif t in own or t == "documents":
-                con.execute(f"CREATE VIEW {OVERLAY}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)} "
-                            f"UNION ALL SELECT * FROM {OVERLAY}.rows.{_q(t)}")
+                con.execute(f"CREATE VIEW {self.name}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)} "
+                            f"UNION ALL SELECT * FROM {self.name}.rows.{_q(t)}")
             else:
-                con.execute(f"CREATE VIEW {OVERLAY}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)}")
+                con.execute(f"CREATE VIEW {self.name}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)}")
         self._use("main")
 
     def _use(self, schema: str) -> None:
-        self.con.execute(f"USE {OVERLAY}.{schema}")
+        self.con.execute(f"USE {self.name}.{schema}")
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -98,4 +103,4 @@ class Overlay:
 
     def close(self) -> None:
         self.con.execute(f"USE {_q(self.catalog)}.main")
-        self.con.execute(f"DETACH {OVERLAY}")
+        self.con.execute(f"DETACH {self.name}")
