@@ -99,7 +99,7 @@ def open_session(index: Index, con) -> Session:
                                   "(an interrupted write is not repaired yet): a query would miss partners", hint=hint)
     elif last:
         raise PostingsDamaged(f"{index.postings_path}: the postings are missing: a query needs them", hint=hint)
-    overlay = Overlay(con, copy_stats=any(m in lexical.STATS_METHODS for m in settings.methods))
+    overlay = Overlay(con, settings.methods, copy_stats=any(m in lexical.STATS_METHODS for m in settings.methods))
     return Session(index, con, overlay, settings, postings, int(batch_id), int(first_doc), int(first_doc))
 
 
@@ -109,14 +109,15 @@ def close_session(s: Session) -> None:
     s.overlay.close()
 
 
-def prepared_chunks(raw: Iterable[RawChunk], settings: Settings) -> Iterator[tuple[RawChunk, object]]:
-    """Ingest's preparing pipeline: raw chunks -> (chunk with visible text, prepared documents or None)."""
+def prepared_chunks(raw: Iterable[RawChunk], settings: Settings, threads: bool = True) -> Iterator[tuple[RawChunk, object]]:
+    """Ingest's preparing pipeline: raw chunks -> (chunk with visible text, prepared documents or None);
+    without ``threads``, in this thread (for chunks already in memory: starting threads costs more)."""
 
     def prep(chunk: RawChunk):
         chunk = extract_html(chunk)
         return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None)
 
-    return ordered_map(prep, prefetch(raw))
+    return ordered_map(prep, prefetch(raw)) if threads else map(prep, raw)
 
 
 def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float = DEFAULT_PART_MB) -> Iterator[pa.Table]:

@@ -13,10 +13,11 @@ attached (``ATTACH ':memory:' AS ...``) and made the default:
   methods are on, and a view ``documents`` over the catalog's documents and
   the new ones. It is the default while the query's rows are written and
   their statistics-based fingerprints computed (``writing()``).
-* schema ``main`` has a view per catalog table: the catalog's rows followed
-  by the query's for ``documents``, ``fp_*`` and ``doc_terms``, the
-  catalog's alone for the others, and a real, empty ``duplicates`` table
-  that receives the pairs. It is the default while pairs are found
+* schema ``main`` has a view of each of those tables: the catalog's rows
+  followed by the query's (``documents``, the ``fp_*`` tables of the
+  index's methods, ``doc_terms``), and a real, empty ``duplicates`` table
+  that receives the pairs. Nothing else of the catalog is reachable by
+  plain name (the pairing reads nothing else). It is the default while pairs are found
   (``pairing()``).
 
 Nothing reaches the catalog file: the connection is read-only, and the
@@ -49,35 +50,30 @@ def _q(name: str) -> str:
 class Overlay:
     """The overlay on one read-only catalog connection (see the module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, copy_stats: bool = False):
+    def __init__(self, con: duckdb.DuckDBPyConnection, methods: tuple[str, ...], copy_stats: bool = False):
         self.con = con
         self.catalog = con.execute("SELECT current_database()").fetchall()[0][0]
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' AND NOT temporary "
-            "ORDER BY table_name", [self.catalog]).fetchall()]
+        present = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main' AND NOT temporary",
+            [self.catalog]).fetchall()}
+        # the tables a batch's fingerprints, statistics and pairs read or write: those of the index's methods
+        own = sorted(t for t in {f"fp_{m}" for m in methods} | set(_OWN_ROWS) if t in present)
         self.name = f"{OVERLAY}_{os.getpid()}_{next(_serial)}"
-        con.execute(f"ATTACH ':memory:' AS {self.name} (READ_WRITE)")
-        src = f"{_q(self.catalog)}.main"
-        own = [t for t in tables if t.startswith("fp_") or t in _OWN_ROWS]
-        con.execute(f"CREATE SCHEMA {self.name}.rows")
-        for t in own:
-            con.execute(f"CREATE TABLE {self.name}.rows.{_q(t)} AS SELECT * FROM {src}.{_q(t)} LIMIT 0")
-        con.execute(f"CREATE TABLE {self.name}.rows.new_documents AS SELECT * FROM {src}.documents LIMIT 0")
-        con.execute(f"CREATE VIEW {self.name}.rows.documents AS SELECT * FROM {src}.documents "
-                    f"UNION ALL SELECT * FROM {self.name}.rows.new_documents")
+        src, dst = f"{_q(self.catalog)}.main", self.name
+        ddl = [f"ATTACH ':memory:' AS {dst} (READ_WRITE)", f"CREATE SCHEMA {dst}.rows"]
+        ddl += [f"CREATE TABLE {dst}.rows.{_q(t)} AS SELECT * FROM {src}.{_q(t)} LIMIT 0" for t in own]
+        ddl += [f"CREATE TABLE {dst}.rows.new_documents AS SELECT * FROM {src}.documents LIMIT 0",
+                f"CREATE VIEW {dst}.rows.documents AS SELECT * FROM {src}.documents UNION ALL SELECT * FROM {dst}.rows.new_documents",
+                f"CREATE VIEW {dst}.main.documents AS SELECT * FROM {dst}.rows.documents",
+                f"CREATE TABLE {dst}.main.duplicates AS SELECT * FROM {src}.duplicates LIMIT 0"]
+        ddl += [f"CREATE VIEW {dst}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)} UNION ALL SELECT * FROM {dst}.rows.{_q(t)}"
+                for t in own]
         if copy_stats:
             for t, columns in _COPIED.items():
-                con.execute(f"CREATE TABLE {self.name}.rows.{t} ({columns})")
-                con.execute(f"INSERT INTO {self.name}.rows.{t} SELECT * FROM {src}.{t}")
-            con.execute(f"CREATE TABLE {self.name}.rows.support_words AS SELECT * FROM {src}.support_words")
-        for t in tables:
-            if t == "duplicates":
-                con.execute(f"CREATE TABLE {self.name}.main.duplicates AS SELECT * FROM {src}.duplicates LIMIT 0")
-            elif t in own or t == "documents":
-                con.execute(f"CREATE VIEW {self.name}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)} "
-                            f"UNION ALL SELECT * FROM {self.name}.rows.{_q(t)}")
-            else:
-                con.execute(f"CREATE VIEW {self.name}.main.{_q(t)} AS SELECT * FROM {src}.{_q(t)}")
+                ddl += [f"CREATE TABLE {dst}.rows.{t} ({columns})", f"INSERT INTO {dst}.rows.{t} SELECT * FROM {src}.{t}"]
+            ddl += [f"CREATE TABLE {dst}.rows.support_words AS SELECT * FROM {src}.support_words"]
+        for statement in ddl:
+            con.execute(statement)
         self._use("main")
 
     def _use(self, schema: str) -> None:

@@ -42,7 +42,8 @@ def query_texts(index: _StoreIndex, texts: Sequence[str | None], urls: Sequence[
     with its ``reject`` reason."""
     if urls is not None and len(urls) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
-    tables = list(_answer(index, _chunks(texts, urls, html), float("inf"), timings))
+    chunks = list(_chunks(texts, urls, html))
+    tables = list(_answer(index, chunks, float("inf"), timings, threads=len(chunks) > 1))
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
 
 
@@ -61,11 +62,12 @@ def _chunks(texts: Sequence[str | None], urls: Sequence[str] | None, html: bool)
         yield b.take()
 
 
-def _answer(index: _StoreIndex, raw, part_mb: float, timings: dict[str, float] | None) -> Iterator[pa.Table]:
+def _answer(index: _StoreIndex, raw, part_mb: float, timings: dict[str, float] | None,
+            threads: bool = True) -> Iterator[pa.Table]:
     with index.reader() as con:
         s = open_session(index, con)
         try:
-            yield from answer(s, prepared_chunks(raw, s.settings), part_mb)
+            yield from answer(s, prepared_chunks(raw, s.settings, threads), part_mb)
         finally:
             close_session(s)
             if timings is not None:
