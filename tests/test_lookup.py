@@ -268,3 +268,24 @@ def test_cli_errors(indexes, tmp_path):
     assert cli(str(tmp_path / "missing.jsonl"), "--index", str(idxs["default"].path)).exit_code == 2
     r = cli(str(FIXTURES / "text" / "docs.jsonl"), "--index", str(idxs["default"].path), "--format", "xml")
     assert r.exit_code == 2 and "unknown --format" in r.output
+
+
+def test_cli_on_fixtures_reports_what_an_ingest_of_them_adds(tmp_path):
+    """The labelled corpus made from the sample documents, against an index of those documents."""
+    idx = Index(tmp_path / "idx")
+    ingest(idx, str(FIXTURES / "text" / "docs.jsonl"))
+    corpus = str(FIXTURES / "generated" / "corpus.jsonl")
+    r = cli(corpus, "--index", str(idx.path), "--format", "jsonl")
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    copy = tmp_path / "copy"
+    shutil.copytree(idx.path, copy)
+    res = ingest(Index(copy), corpus)
+    assert res.n_docs == len({x["query"] for x in rows}) == 153  # every record is added (new urls)
+    with Index(copy).reader() as con:
+        want = set(con.execute(
+            "SELECT d.record, x.doc_a, x.method, x.similarity FROM duplicates x JOIN documents d ON d.doc_id = x.doc_b "
+            "WHERE x.batch_id = ? AND x.doc_a < (SELECT first_doc_id FROM batches WHERE batch_id = ?)",
+            [res.batch_id, res.batch_id]).fetchall())
+    assert len({rec for rec, *_ in want}) > 20
+    assert {(x["record"], x["doc_id"], x["method"], x["similarity"]) for x in rows if x["doc_id"] is not None} == want
