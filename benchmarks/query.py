@@ -24,12 +24,17 @@ interpreter's start:
 
 Then the command line: ``neardup query WORK/held-out.jsonl --format jsonl``
 as a subprocess, its wall time and peak RSS. Medians of the runs are printed
-and written to ``RESULTS/query.csv``.
+and written to ``RESULTS/NAME.csv`` (``--name``, default ``query``).
 
     python benchmarks/scale.py build                  # the scale corpus (once; benchmarks/data/scale)
     python benchmarks/query.py build --input benchmarks/data/scale/parts/part-00.jsonl.zst \\
         --input benchmarks/data/scale/parts/part-01.jsonl.zst --docs 100000 --held-out 1000 --work /tmp/qbench
-    python benchmarks/query.py run --work /tmp/qbench --runs 3
+    python benchmarks/query.py run --work /tmp/qbench --runs 3 --name query-scale
+    # the real site (benchmarks/realsite.py): its pages' text as JSONL, the last 1,000 held out
+    neardup ingest --index /tmp/qreal/full benchmarks/data/realsite/both.warc.gz
+    neardup sql --index /tmp/qreal/full --format json "SELECT url, text FROM documents ORDER BY doc_id" > /tmp/qreal/pages.jsonl
+    python benchmarks/query.py build --input /tmp/qreal/pages.jsonl --docs N-1000 --held-out 1000 --work /tmp/qreal
+    python benchmarks/query.py run --work /tmp/qreal --runs 3 --name query-realsite
 """
 
 from __future__ import annotations
@@ -161,7 +166,7 @@ def run(args: argparse.Namespace) -> None:
     print("engine stages of the batch call (s): " + ", ".join(f"{s} {v:.2f}" for s, v in stages.items()))
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    with open(results / "query.csv", "w", newline="") as fh:
+    with open(results / f"{args.name}.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["run", "docs", "with_partners", "import_s", "startup_s", "batch_s", "ms_per_doc", "single_ms", "rss_mb", "cli_s", "cli_rss_mb"])
         for k, r in enumerate(runs, 1):
@@ -182,6 +187,7 @@ def main() -> None:
     r.add_argument("--runs", type=int, default=3)
     r.add_argument("--singles", type=int, default=20)
     r.add_argument("--results", default=str(HERE / "results"))
+    r.add_argument("--name", default="query", help="results file RESULTS/NAME.csv")
     c = sub.add_parser("_child")
     c.add_argument("--work", required=True)
     c.add_argument("--singles", type=int, default=20)
