@@ -289,3 +289,31 @@ def test_cli_on_fixtures_reports_what_an_ingest_of_them_adds(tmp_path):
             [res.batch_id, res.batch_id]).fetchall())
     assert len({rec for rec, *_ in want}) > 20
     assert {(x["record"], x["doc_id"], x["method"], x["similarity"]) for x in rows if x["doc_id"] is not None} == want
+
+
+@pytest.mark.parametrize("name", ["default", "every"])
+def test_an_input_paired_in_parts_gives_the_pairs_of_an_ingest_in_as_many_batches(indexes, tmp_path, name):
+    """``--batch-mb``: parts of an input are paired one after the other, as ingest commits its batches."""
+    idxs, pool = indexes
+    idx = idxs[name]
+    path = tmp_path / "q"  # a folder of files of 4 records: a chunk each, and a part (a batch) each with a tiny budget
+    path.mkdir()
+    for k in range(0, len(pool), 4):
+        write_jsonl(path / f"{k:03d}.jsonl", pool[k : k + 4])
+    parts = list(query_input(idx, str(path), part_mb=1e-9))
+    assert len(parts) == -(-len(pool) // 4)
+    got = {(r["url"], r["doc_id"], r["method"], r["similarity"]) for t in parts for r in t.to_pylist() if r["doc_id"] is not None}
+    whole = {(r["url"], r["doc_id"], r["method"], r["similarity"])
+             for r in next(query_input(idx, str(path))).to_pylist() if r["doc_id"] is not None}
+    copy = tmp_path / "copy"
+    shutil.copytree(idx.path, copy)
+    first = ingest(Index(copy), str(path), batch_mb=1e-9)
+    assert len(first.batch_ids) == len(parts)
+    with Index(copy).reader() as con:
+        want = set(con.execute(
+            "SELECT d.url, x.doc_a, x.method, x.similarity FROM duplicates x JOIN documents d ON d.doc_id = x.doc_b "
+            "WHERE x.batch_id >= ? AND x.doc_a < (SELECT first_doc_id FROM batches WHERE batch_id = ?)",
+            [first.batch_ids[0], first.batch_ids[0]]).fetchall())
+    assert got == want
+    if name == "default":  # without collection statistics the parts change nothing
+        assert got == whole

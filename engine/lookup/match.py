@@ -73,7 +73,7 @@ class Session:
     next_doc: int = 0
     #: records read as documents so far (the next record's ``query`` number)
     n_records: int = 0
-    #: sentences handed to A5's batch tables so far
+    #: sentences handed to A5's batch tables in this part so far
     sentences: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -125,6 +125,7 @@ def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float
     budget = part_mb * 1e6
     rejects: list[pa.Table] = []
     first, answered, n_bytes = s.next_doc, [], 0
+    _begin_part(s)
     for chunk, prepared in chunks:
         rejects += [_reject_rows(chunk.rejects)]
         if prepared is not None:
@@ -138,8 +139,17 @@ def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float
         if n_bytes >= budget:
             yield _finish(s, first, answered, rejects)
             first, answered, rejects, n_bytes = s.next_doc, [], [], 0
+            _begin_part(s)
     if answered or rejects:
         yield _finish(s, first, answered, rejects)
+
+
+def _begin_part(s: Session) -> None:
+    """What an ingest does when a batch begins: A5's batch-wide sentence tables start empty."""
+    if "a5" in s.settings.methods:
+        with s.overlay.writing() as con:
+            con.execute(query("lexical", "create_batch_sentences"))
+    s.sentences = 0
 
 
 def _rejected_rows(chunk: RawChunk, prepared) -> list[int]:
@@ -173,8 +183,6 @@ def _add(s: Session, prepared) -> pa.Table:
             row_to_doc[rows] = ids
             insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
             if prepared.sent_terms is not None:
-                if s.sentences == 0 and s.next_doc == s.first_doc:
-                    con.execute(query("lexical", "create_batch_sentences"))
                 insert_by_row(con, "batch_sent_terms", shift_sentences(prepared.sent_terms, s.sentences), row_to_doc)
                 insert_by_row(con, "batch_sent_text", shift_sentences(prepared.sent_texts, s.sentences), row_to_doc)
                 s.sentences += prepared.sent_texts.num_rows
