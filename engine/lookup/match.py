@@ -217,33 +217,11 @@ def _finish(s: Session, first: int, answered: list[pa.Table], rejects: list[pa.T
     return _order(out)
 
 
-_ROWS_SQL = """
-WITH p AS (SELECT DISTINCT doc_a AS doc_id FROM query_pairs),
-u AS (SELECT d.doc_id, d.url FROM DOCUMENTS d SEMI JOIN p ON d.doc_id = p.doc_id),
-c AS (
-    SELECT m.doc_id, list({'method': c.method, 'cluster_id': c.cluster_id} ORDER BY c.method, c.cluster_id) AS clusters
-    FROM MEMBERS m SEMI JOIN p ON m.doc_id = p.doc_id JOIN CLUSTERS c ON c.cluster_id = m.cluster_id
-    WHERE list_contains($methods::VARCHAR[], c.method)
-    GROUP BY m.doc_id
-)
-SELECT q.query, q.source, q.record, q.url, f.doc_a AS doc_id, u.url AS doc_url, f.method, f.similarity,
-       CASE WHEN f.doc_a IS NULL THEN NULL
-            ELSE coalesce(c.clusters, []::STRUCT(method VARCHAR, cluster_id BIGINT)[]) END AS clusters,
-       NULL::VARCHAR AS reject
-FROM query_docs q
-LEFT JOIN query_pairs f ON f.doc_b = q.doc
-LEFT JOIN u ON u.doc_id = f.doc_a
-LEFT JOIN c ON c.doc_id = f.doc_a
-ORDER BY q.query, list_position($pair_methods::VARCHAR[], f.method), f.similarity DESC, f.doc_a
-"""
-
-
 def _rows(s: Session, docs: pa.Table, found: pa.Table) -> pa.Table:
     """One row per (document, partner, method), or per partnerless document, with the partners' urls and
     clusters read from the catalog."""
     con = s.con
-    sql = (_ROWS_SQL.replace("DOCUMENTS", s.overlay.table("documents"))
-           .replace("MEMBERS", s.overlay.table("cluster_members")).replace("CLUSTERS", s.overlay.table("clusters")))
+    sql = query("lookup", "query_rows").replace("CATALOG.", s.overlay.schema + ".")
     con.register("query_docs", docs)
     con.register("query_pairs", found)
     try:

@@ -93,9 +93,10 @@ class Overlay:
         self._use("main")
         return self.con
 
-    def table(self, name: str) -> str:
-        """The qualified name of a catalog table (the catalog's rows only)."""
-        return f"{_q(self.catalog)}.main.{_q(name)}"
+    @property
+    def schema(self) -> str:
+        """The qualified name of the catalog's own schema (the catalog's rows only)."""
+        return f"{_q(self.catalog)}.main"
 
     def close(self) -> None:
         self.con.execute(f"USE {_q(self.catalog)}.main")
