@@ -317,3 +317,33 @@ def test_an_input_paired_in_parts_gives_the_pairs_of_an_ingest_in_as_many_batche
     assert got == want
     if name == "default":  # without collection statistics the parts change nothing
         assert got == whole
+
+
+@pytest.mark.parametrize("name", ["default", "every"])
+def test_a_held_lookup_answers_each_query_as_a_fresh_one(indexes, name):
+    """``Index.lookup()``: one open index, many queries, each as ``Index.query`` answers it (the
+    statistics a query's records add do not leak into the next)."""
+    idxs, pool = indexes
+    idx = idxs[name]
+    groups = [pool[:12], pool[12:13], pool[13:30], pool[:12]]
+    want = [idx.query([r["text"] for r in g], [r["url"] for r in g]) for g in groups]
+    with idx.lookup() as q:
+        got = [q.query([r["text"] for r in g], [r["url"] for r in g]) for g in groups]
+    assert all(a.equals(b) for a, b in zip(got, want))
+    assert got[0].equals(got[3])
+    with pytest.raises(RuntimeError, match="not open"):
+        q.query(["x"])
+
+
+def test_writers_are_refused_while_a_lookup_is_held(indexes, tmp_path):
+    from .conftest import run_cli
+
+    idxs, pool = indexes
+    copy = tmp_path / "copy"
+    shutil.copytree(idxs["default"].path, copy)
+    path = write_jsonl(tmp_path / "q.jsonl", pool[:2])
+    with Index(copy).lookup() as q:
+        p = run_cli("ingest", "--index", str(copy), str(path))
+        assert p.returncode == 4 and b"in use" in p.stderr
+        assert q.query([pool[0]["text"]]).num_rows >= 1
+    assert run_cli("ingest", "--index", str(copy), str(path)).returncode == 0

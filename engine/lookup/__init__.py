@@ -39,5 +39,13 @@ class Index(_StoreIndex):
 
         return query_texts(self, texts, urls, html)
 
+    def lookup(self):
+        """The index held open for many ``query`` calls (``with index.lookup() as q: q.query(texts)``),
+        each answered as ``Index.query`` answers it, without opening the catalog and postings each
+        time. Writers are refused (``IndexBusy``) while it is open; readers go on."""
+        from .run import Lookup
+
+        return Lookup(self)
+
 
 __all__ = ["Index"]

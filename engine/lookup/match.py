@@ -103,6 +103,12 @@ def open_session(index: Index, con) -> Session:
     return Session(index, con, overlay, settings, postings, int(batch_id), int(first_doc), int(first_doc))
 
 
+def reset_session(s: Session) -> None:
+    """Forget the records answered so far: the next ones are numbered and paired as a fresh batch."""
+    s.overlay.reset()
+    s.next_doc, s.n_records, s.sentences = s.first_doc, 0, 0
+
+
 def close_session(s: Session) -> None:
     if s.postings is not None:
         s.postings.close()

@@ -74,7 +74,17 @@ class Overlay:
             ddl += [f"CREATE TABLE {dst}.rows.support_words AS SELECT * FROM {src}.support_words"]
         for statement in ddl:
             con.execute(statement)
+        # emptying the query's rows again (``reset``): its tables, and the copies taken afresh
+        self._reset = [f"DELETE FROM {dst}.rows.{_q(t)}" for t in [*own, "new_documents"]]
+        if copy_stats:
+            for t in [*_COPIED, "support_words"]:
+                self._reset += [f"DELETE FROM {dst}.rows.{t}", f"INSERT INTO {dst}.rows.{t} SELECT * FROM {src}.{t}"]
         self._use("main")
+
+    def reset(self) -> None:
+        """Drop the query's rows: the overlay is again the catalog as it is."""
+        for statement in self._reset:
+            self.con.execute(statement)
 
     def _use(self, schema: str) -> None:
         self.con.execute(f"USE {self.name}.{schema}")

@@ -10,6 +10,7 @@ read-only; nothing in the folder is written.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pyarrow as pa
 from ..readers import RawChunk, ReadOptions, read_input
 from ..readers.base import ChunkBuilder
 from ..store.index import Index as _StoreIndex
-from .match import DEFAULT_PART_MB, SCHEMA, answer, close_session, open_session, prepared_chunks
+from .match import DEFAULT_PART_MB, SCHEMA, Session, answer, close_session, open_session, prepared_chunks, reset_session
 
 #: ``source`` of the records of ``query_texts``
 TEXTS_SOURCE = "<texts>"
@@ -40,11 +41,56 @@ def query_texts(index: _StoreIndex, texts: Sequence[str | None], urls: Sequence[
     ``urls`` name the texts (default ``text:N``); ``html``: the texts are HTML markup, whose
     visible text is compared. A text that is None, empty or too short for the index is a row
     with its ``reject`` reason."""
-    if urls is not None and len(urls) != len(texts):
-        raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
-    chunks = list(_chunks(texts, urls, html))
-    tables = list(_answer(index, chunks, float("inf"), timings, threads=len(chunks) > 1))
-    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    with Lookup(index) as q:
+        return q.query(texts, urls, html, timings)
+
+
+class Lookup:
+    """An index held open for many queries (``Index.lookup()``): each ``query`` is answered as
+    ``query_texts`` answers it, without opening the catalog and postings again.
+
+    While it is open the catalog is open read-only: readers go on, writers are refused
+    (``IndexBusy``), so the answers stay those of one committed state."""
+
+    def __init__(self, index: _StoreIndex):
+        self.index = index
+        self._reader = None
+        self._session: Session | None = None
+
+    def __enter__(self) -> Lookup:
+        self._reader = self.index.reader()
+        con = self._reader.__enter__()
+        try:
+            self._session = open_session(self.index, con)
+        except BaseException:
+            self._reader.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self._session is not None:
+                close_session(self._session)
+        finally:
+            self._session = None
+            self._reader.__exit__(*exc)
+
+    def query(self, texts: Sequence[str | None], urls: Sequence[str] | None = None, html: bool = False,
+              timings: dict[str, float] | None = None) -> pa.Table:
+        """See ``query_texts``."""
+        if self._session is None:
+            raise RuntimeError("the lookup is not open: use it as `with index.lookup() as q: q.query(...)`")
+        if urls is not None and len(urls) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
+        s = self._session
+        reset_session(s)
+        chunks = list(_chunks(texts, urls, html))
+        before = dict(s.timings)
+        tables = list(answer(s, prepared_chunks(chunks, s.settings, threads=len(chunks) > 1), float("inf")))
+        if timings is not None:
+            for k, v in s.timings.items():
+                timings[k] = timings.get(k, 0.0) + v - before.get(k, 0.0)
+        return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
 
 
 def _chunks(texts: Sequence[str | None], urls: Sequence[str] | None, html: bool) -> Iterator[RawChunk]:
@@ -75,4 +121,4 @@ def _answer(index: _StoreIndex, raw, part_mb: float, timings: dict[str, float] |
                     timings[k] = timings.get(k, 0.0) + v
 
 
-__all__ = ["query_input", "query_texts", "TEXTS_SOURCE"]
+__all__ = ["Lookup", "query_input", "query_texts", "TEXTS_SOURCE"]
