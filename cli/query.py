@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from neardup import NeardupError, ReadOptions
+from neardup.ingest import DEFAULT_BATCH_MB
 from neardup.store.index import Index
 
 from .app import DEFAULT_INDEX, IndexOpt, _fail, _note_unrepaired, err, out
@@ -24,7 +25,7 @@ CSV_COLUMNS = ("query", "source", "record", "url", "doc_id", "doc_url", "method"
 
 
 def query_cmd(
-    input: Annotated[str, typer.Argument(help="The records to look up: a file or folder as `neardup ingest` reads them, or - for stdin.")],
+    path: Annotated[str, typer.Argument(metavar="FILE|-", help="The records to look up: a file or folder as `neardup ingest` reads them, or - for stdin.")],
     index: IndexOpt = DEFAULT_INDEX,
     fmt: Annotated[str, typer.Option("--format", "-f", help="Output: table, jsonl (one object per row) or csv.")] = "table",
     text_field: Annotated[str, typer.Option(help="JSONL/Parquet field holding the text.")] = "text",
@@ -36,7 +37,7 @@ def query_cmd(
     ] = None,
     batch_mb: Annotated[
         float, typer.Option(min=0.001, help="Pair a bigger input in parts of this many MB read each, as ingest batches it.")
-    ] = 128.0,
+    ] = DEFAULT_BATCH_MB,
 ) -> None:
     """Print the indexed documents each input record would pair with (url, method, similarity) and their clusters.
 
@@ -51,15 +52,16 @@ def query_cmd(
     idx = Index(index)
     counts = {"records": 0, "with": 0, "rejected": 0}
     writer = csv.writer(sys.stdout, lineterminator="\n") if fmt == "csv" else None
-    if writer is not None:
-        writer.writerow(CSV_COLUMNS)
     table = None
     if fmt == "table":
         table = Table("#", Column("url", overflow="fold"), Column("partner (doc_id url)", overflow="fold"), "method", "similarity",
                       Column("clusters", overflow="fold"))
-    last = [None]  # the record of the previous table row: its number and url are shown once
+    last = [None, False]  # the record of the previous table row (its number and url are shown once); csv header written
     try:
-        for part in query_input(idx, input, opts, part_mb=batch_mb):
+        for part in query_input(idx, path, opts, part_mb=batch_mb):
+            if writer is not None and not last[1]:
+                writer.writerow(CSV_COLUMNS)
+                last[1] = True
             _count(part, counts)
             _print_rejects(part)
             rows = part.to_pylist()
@@ -77,6 +79,8 @@ def query_cmd(
             sys.stdout.flush()
     except NeardupError as exc:
         _fail(exc)
+    if writer is not None and not last[1]:  # an input without records: the header alone
+        writer.writerow(CSV_COLUMNS)
     _note_unrepaired(idx.unrepaired)
     summary = (f"{counts['records']} record{'s' if counts['records'] != 1 else ''}: {counts['with']} with indexed partners, "
                f"{counts['records'] - counts['with'] - counts['rejected']} without, {counts['rejected']} rejected")

@@ -347,3 +347,13 @@ def test_writers_are_refused_while_a_lookup_is_held(indexes, tmp_path):
         assert p.returncode == 4 and b"in use" in p.stderr
         assert q.query([pool[0]["text"]]).num_rows >= 1
     assert run_cli("ingest", "--index", str(copy), str(path)).returncode == 0
+
+
+def test_cli_csv_of_an_input_without_records_is_the_header(indexes, tmp_path):
+    idxs, _ = indexes
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    r = cli(str(empty), "--index", str(idxs["default"].path), "--format", "csv")
+    assert r.exit_code == 0 and r.stdout == ",".join(("query", "source", "record", "url", "doc_id", "doc_url", "method",
+                                                      "similarity", "clusters", "reject")) + "\n"
+    assert "0 records" in r.stderr

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from .. import pairs, storage
 from ..errors import PostingsDamaged
 from ..fingerprints import lexical
-from ..ingest import extract_html, prepare
+from ..ingest import DEFAULT_BATCH_MB, extract_html, prepare
 from ..pipeline import lap, ordered_map, prefetch
 from ..readers import RawChunk, Reject
 from ..settings import Settings
@@ -55,7 +55,7 @@ SCHEMA = pa.schema([
     ("reject", pa.string()),
 ])
 #: text read per part of a query (as ingest's batches): the parts are paired one after the other
-DEFAULT_PART_MB = 128
+DEFAULT_PART_MB = DEFAULT_BATCH_MB
 
 
 @dataclass
@@ -99,7 +99,7 @@ def open_session(index: Index, con) -> Session:
                                   "(an interrupted write is not repaired yet): a query would miss partners", hint=hint)
     elif last:
         raise PostingsDamaged(f"{index.postings_path}: the postings are missing: a query needs them", hint=hint)
-    overlay = Overlay(con, settings.methods, copy_stats=any(m in lexical.STATS_METHODS for m in settings.methods))
+    overlay = Overlay(con, settings.methods, copy_stats=_keeps_statistics(settings))
     return Session(index, con, overlay, settings, postings, int(batch_id), int(first_doc), int(first_doc))
 
 
@@ -144,10 +144,19 @@ def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float
         n_bytes += chunk.n_bytes_read
         if n_bytes >= budget:
             yield _finish(s, first, answered, rejects)
+            if not _keeps_statistics(s.settings):  # the next part needs none of this one's rows: memory follows a part
+                s.overlay.reset()
+                s.next_doc = s.first_doc
             first, answered, rejects, n_bytes = s.next_doc, [], [], 0
             _begin_part(s)
     if answered or rejects:
         yield _finish(s, first, answered, rejects)
+
+
+def _keeps_statistics(settings: Settings) -> bool:
+    """Whether the index has statistics-based methods: a part's records then count in the collection
+    statistics of the parts after it (as a batch's do for later batches), so the overlay keeps them."""
+    return any(m in lexical.STATS_METHODS for m in settings.methods)
 
 
 def _begin_part(s: Session) -> None:
@@ -207,7 +216,7 @@ def _finish(s: Session, first: int, answered: list[pa.Table], rejects: list[pa.T
     if answered:
         last = s.next_doc - 1
         t0 = time.perf_counter()
-        if any(m in lexical.STATS_METHODS for m in s.settings.methods):
+        if _keeps_statistics(s.settings):
             with s.overlay.writing() as con:
                 lexical.batch_end(con, first, last, s.settings.methods, s.settings.seed)
         t0 = lap(s.timings, "lexical", t0)
