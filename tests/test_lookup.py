@@ -357,3 +357,15 @@ def test_cli_csv_of_an_input_without_records_is_the_header(indexes, tmp_path):
     assert r.exit_code == 0 and r.stdout == ",".join(("query", "source", "record", "url", "doc_id", "doc_url", "method",
                                                       "similarity", "clusters", "reject")) + "\n"
     assert "0 records" in r.stderr
+
+
+def test_html_texts_are_compared_by_their_visible_text(indexes):
+    idxs, _ = indexes
+    idx = idxs["default"]
+    with idx.reader() as con:
+        doc_id, text = con.execute("SELECT doc_id, text FROM documents ORDER BY doc_id LIMIT 1").fetchall()[0]
+    page = f"<html><head><style>p {{color: red}}</style><script>var x = 1;</script></head><body><p>{text}</p></body></html>"
+    as_html = [r for r in idx.query([page], html=True).to_pylist() if r["doc_id"] == doc_id]
+    assert {(r["method"], r["similarity"]) for r in as_html} == {("jaccard", 1.0), ("simhash", 1.0)}
+    as_text = [r for r in idx.query([page]).to_pylist() if r["doc_id"] == doc_id and r["method"] == "jaccard"]
+    assert not as_text or as_text[0]["similarity"] < 1.0  # the markup's words count when it is taken as plain text
