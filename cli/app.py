@@ -607,8 +607,10 @@ def backup(
 
 
 from .delete import register as register_delete  # noqa: E402
+from .query import register as _register_query  # noqa: E402
 
 register_delete(app)
+_register_query(app)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from .errors import (  # noqa: E402
 )
 from .readers import ReadOptions  # noqa: E402
 from .settings import Settings  # noqa: E402
-from .store.index import Index  # noqa: E402
+from .lookup import Index  # noqa: E402  (the store's Index, which also answers queries)
 
 __all__ = [
     "__version__",
