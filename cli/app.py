@@ -585,6 +585,11 @@ def backup(
             raise typer.Exit(r.check.exit_code)
 
 
+from .export import register as register_export  # noqa: E402
+
+register_export(app)
+
+
 def main() -> None:
     try:
         app()
