@@ -483,6 +483,21 @@ def test_cli_end_to_end_on_the_fixtures(fixture_index, tmp_path):
     assert not (tmp_path / "x.parquet").exists()
 
 
+def test_a_writer_holding_the_catalog_is_exit_4_and_no_file(hand, tmp_path):
+    """Another process holds the catalog read-write, as a writer does."""
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", str(hand / "catalog.duckdb")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        r = cli("export", "--index", hand, "--out", tmp_path / "k.parquet")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 4 and "the catalog is in use" in r.output, r.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_reads_beside_other_readers(fixture_index, tmp_path):
     """A read-only catalog connection (a `neardup sql`, a `duckdb -readonly`) stays open meanwhile."""
     con = duckdb.connect(str(fixture_index / "catalog.duckdb"), read_only=True)
