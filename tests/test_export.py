@@ -29,6 +29,7 @@ from neardup.export import ExportError, export
 from neardup.ingest import ingest
 
 from .conftest import FIXTURES, words_text, write_jsonl
+from .test_faults import _fill, can_mount, mounted  # noqa: F401 (can_mount is a fixture)
 
 runner = CliRunner()
 WHATS = ("keep", "drop", "pairs", "clusters", "documents")
@@ -458,6 +459,21 @@ def test_an_unwritable_folder_leaves_nothing(hand, tmp_path):
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o755)
+
+
+def test_a_real_full_disk_leaves_no_file(fixture_index, tmp_path, can_mount):
+    if not can_mount:
+        pytest.skip("needs root and permission to mount a tmpfs")
+    with mounted("-t", "tmpfs", "-o", "size=2m", "tmpfs", at=tmp_path / "disk") as disk:
+        filler = _fill(disk, leave=256 * 1024)  # the documents' JSON Lines take 1.5 MB
+        r = cli("export", "--index", fixture_index, "--what", "documents", "--out", disk / "docs.jsonl")
+        assert r.exit_code == 8, r.output
+        assert "no space left on the device while writing the export" in " ".join(r.output.split())
+        assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+        filler.unlink()
+        r = cli("export", "--index", fixture_index, "--what", "documents", "--out", disk / "docs.jsonl")
+        assert r.exit_code == 0, r.output
+        assert sorted(p.name for p in disk.iterdir()) == ["docs.jsonl"]
 
 
 # -- the command line, end to end on the fixtures --------------------------------------------------
