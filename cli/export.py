@@ -18,14 +18,14 @@ def export(
     out_path: Annotated[str, typer.Option("--out", "-o", help="The file to write (refused if it exists, unless --force), or - for standard output (jsonl or csv).")],
     what: Annotated[str, typer.Option(help="keep (one document per duplicate group, and every document in none), drop (the others, "
                                            "with the kept document and the pair joining them), pairs, clusters or documents.")] = "keep",
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="parquet, jsonl or csv [default: from --out's suffix, else parquet; jsonl for -].")] = None,
-    cluster: Annotated[str | None, typer.Option(help="keep/drop: the clustering whose clusters are the duplicate groups [default: "
-                                                     "components]; clusters: the one clustering to write [default: all].")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="parquet, jsonl or csv (default: from --out's suffix, else parquet; jsonl for -).")] = None,
+    cluster: Annotated[str | None, typer.Option(help="keep/drop: the clustering whose clusters are the duplicate groups (default: "
+                                                     "components); clusters: the one clustering to write (default: all).")] = None,
     keep: Annotated[str, typer.Option(help="keep/drop: which document of a group is kept: first (smallest doc id), longest (most "
                                            "words, then bytes, then first) or latest (newest batch, then last in it).")] = "first",
-    method: Annotated[str | None, typer.Option(help="pairs: only this pair method [default: all].")] = None,
+    method: Annotated[str | None, typer.Option(help="pairs: only this pair method (default: all).")] = None,
     all_versions: Annotated[bool, typer.Option("--all-versions", help="pairs, clusters, documents: also older versions of a url "
-                                                                      "[default: latest versions only].")] = False,
+                                                                      "(default: latest versions only).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
     index: IndexOpt = DEFAULT_INDEX,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
