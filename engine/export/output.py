@@ -11,8 +11,8 @@ standard output), removed at the end.
 
 The rows come as Arrow tables, one per key range (``neardup.export``), and
 each format writes them as they come: Parquet (pyarrow's writer, a row
-group per range, Snappy), CSV (pyarrow's writer: a header line, a field
-quoted only when it must be, NULL as an empty field), JSON Lines (DuckDB's
+group per range, Snappy), CSV (pyarrow's writer: a header line, strings
+quoted, numbers bare, NULL as an empty field), JSON Lines (DuckDB's
 ``to_json`` of each row, one object per line, UTF-8).
 """
 
