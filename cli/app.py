@@ -607,9 +607,11 @@ def backup(
 
 
 from .delete import register as register_delete  # noqa: E402
+from .export import register as register_export  # noqa: E402
 from .query import register as _register_query  # noqa: E402
 
 register_delete(app)
+register_export(app)
 _register_query(app)
 
 
