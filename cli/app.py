@@ -29,6 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain: their "[default: ...]" must not be read as markup
 )
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)

@@ -31,6 +31,13 @@ def test_help_lists_every_command_with_help_text():
         assert len(by_name[c].callback.__doc__ or "") > 20, c
 
 
+def test_help_shows_the_defaults_written_in_brackets():
+    # a help text's "[default: ...]" is text, not console markup to strip
+    r = invoke("ingest", "--help", env={"COLUMNS": "200"})
+    text = " ".join(r.output.split())
+    assert "fewer words than this [default: 10]" in text and "[default: 4GB]" in text
+
+
 def test_every_format_twice_then_sql(tmp_path):
     idx = str(tmp_path / "idx")
     inputs = [
