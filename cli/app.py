@@ -85,6 +85,11 @@ KeepClustersOpt = Annotated[
     typer.Option(help="Clusterings every ingest keeps current: concept, components, both or '' [default: both, where possible]."),
 ]
 SupportOpt = Annotated[int | None, typer.Option(help="concept clusters: common bottom-k elements [default: ceil(threshold x sketch size)].")]
+ContentOpt = Annotated[
+    str | None,
+    typer.Option(help="Text of HTML input to fingerprint: main (the page's main content; the full text when that is under --min-words) "
+                      "or full (the whole visible text, frame included); the full text is stored either way [default: main]."),
+]
 PairsOpt = Annotated[
     str | None,
     typer.Option(help="Pair methods computed at ingest, comma-separated, or 'all' (every one the fingerprint methods allow) [default: jaccard,simhash]."),
@@ -92,7 +97,7 @@ PairsOpt = Annotated[
 
 
 def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                   threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None) -> dict:
+                   threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None, content=None) -> dict:
     """The settings given on the command line (None for those not given)."""
     method_list = parse_methods(methods) if methods is not None else None
     return {
@@ -110,6 +115,7 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "pairs": parse_pairs(pairs, method_list) if pairs is not None else None,
         "clusters": tuple(c.strip() for c in keep_clusters.split(",") if c.strip()) if keep_clusters is not None else None,
         "concept_support": concept_support,
+        "content": content,
     }
 
 
@@ -134,6 +140,7 @@ def init(
     pairs: PairsOpt = None,
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
+    content: ContentOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
@@ -141,7 +148,7 @@ def init(
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
         s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                                         threshold, simhash_bits, pairs, keep_clusters, concept_support))
+                                         threshold, simhash_bits, pairs, keep_clusters, concept_support, content))
         with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
@@ -178,6 +185,7 @@ def ingest_cmd(
     pairs: PairsOpt = None,
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
+    content: ContentOpt = None,
     batch_mb: Annotated[
         float, typer.Option(min=0.001, help="Commit a bigger input as several batches of this many MB read each (bounds memory).")
     ] = DEFAULT_BATCH_MB,
@@ -192,7 +200,7 @@ def ingest_cmd(
     failed = False
     try:
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                               threshold, simhash_bits, pairs, keep_clusters, concept_support)
+                               threshold, simhash_bits, pairs, keep_clusters, concept_support, content)
         create = None  # on an existing index the options given are checked against its settings, not combined with the defaults
         if idx.exists():
             idx.settings().check_overrides(given)
