@@ -40,8 +40,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import random
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
@@ -56,6 +54,7 @@ from .errors import InputError, NeardupError
 from .ingest import extract_html
 from .readers import ReadOptions, Reject, read_input
 from .settings import Settings
+from .variants import _Rng, can_reorder, edit, frame_lines, reorder
 
 KINDS = ("exact", "edit", "reorder", "boilerplate")
 URL_PREFIX = "https://generated.example/doc/"
@@ -68,7 +67,6 @@ BOILERPLATE_FRAMES = 3
 VOCABULARY_SOURCES = 1000
 #: Pairs at or above this Jaccard are counted in the summary (the default pair threshold).
 REPORT_AT = 0.8
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 class GenerateError(NeardupError):
@@ -149,33 +147,6 @@ class GenerateResult:
     framed_pairs: int = 0
     framed_pairs_above: int = 0
     rejects: list[Reject] = field(default_factory=list)  # the first 20 records the readers rejected
-
-
-class _Rng:
-    """Random choices built on ``random()`` only (stable across Python versions), seeded by a key."""
-
-    def __init__(self, *key: object):
-        self._r = random.Random(":".join(str(k) for k in key))
-
-    def random(self) -> float:
-        return self._r.random()
-
-    def below(self, n: int) -> int:
-        return min(int(self._r.random() * n), n - 1)
-
-    def between(self, lo: int, hi: int) -> int:
-        return lo + self.below(hi - lo + 1)
-
-    def uniform(self, lo: float, hi: float) -> float:
-        return lo + (hi - lo) * self._r.random()
-
-    def pick(self, items: Sequence):
-        return items[self.below(len(items))]
-
-    def shuffle(self, items: list) -> None:
-        for i in range(len(items) - 1, 0, -1):
-            j = self.below(i + 1)
-            items[i], items[j] = items[j], items[i]
 
 
 # -- sources -------------------------------------------------------------------------------
@@ -287,63 +258,6 @@ class _Dissimilar:
         for v in prefix:
             self.index.setdefault(v, []).append(n)
         return True
-
-
-# -- variants ------------------------------------------------------------------------------
-
-def edit(lines: list[list[str]], n: int, rng: _Rng, vocabulary: Sequence[str]) -> tuple[list[list[str]], list[dict]]:
-    """``n`` random word insertions, deletions and substitutions; returns the text and the edits
-    (``line``/``word`` are positions in the text as it was when that edit was made)."""
-    lines = [list(ws) for ws in lines]
-    ops = []
-    for _ in range(n):
-        op = rng.pick(("insert", "delete", "substitute"))
-        sizes = [len(ws) for ws in lines]
-        pos = rng.below(sum(sizes) + (op == "insert"))
-        li = 0  # an insertion may also go after a paragraph's last word
-        while li < len(lines) - 1 and pos >= sizes[li] + (op == "insert"):
-            pos -= sizes[li]
-            li += 1
-        ws = lines[li]
-        if op == "delete" and len(ws) == 1:
-            op = "substitute"  # never empty a paragraph
-        if op == "insert":
-            word = rng.pick(vocabulary)
-            ws.insert(pos, word)
-            ops.append({"op": "insert", "line": li, "word": pos, "new": word})
-        elif op == "delete":
-            ops.append({"op": "delete", "line": li, "word": pos, "old": ws.pop(pos)})
-        else:
-            word = rng.pick(vocabulary)
-            while word == ws[pos] and len(vocabulary) > 1:
-                word = rng.pick(vocabulary)
-            ops.append({"op": "substitute", "line": li, "word": pos, "old": ws[pos], "new": word})
-            ws[pos] = word
-    return lines, ops
-
-
-def _sentences(ws: list[str]) -> list[list[str]]:
-    return [s.split(" ") for s in _SENTENCE_END.split(" ".join(ws))]
-
-
-def can_reorder(lines: list[list[str]]) -> bool:
-    return len(lines) >= 2 or len(_sentences(lines[0])) >= 2
-
-
-def reorder(lines: list[list[str]], rng: _Rng) -> tuple[list[list[str]], list[dict]]:
-    """Two paragraphs swapped; a one-paragraph text swaps two of its sentences instead."""
-    unit, blocks = ("paragraph", [list(ws) for ws in lines]) if len(lines) >= 2 else ("sentence", _sentences(lines[0]))
-    i = rng.below(len(blocks))
-    j = rng.below(len(blocks) - 1)
-    j += j >= i
-    i, j = min(i, j), max(i, j)
-    blocks[i], blocks[j] = blocks[j], blocks[i]
-    out = blocks if unit == "paragraph" else [[w for s in blocks for w in s]]
-    return out, [{"op": "swap", "unit": unit, "i": i, "j": j}]
-
-
-def frame_lines(words: list[str], header: int, footer: int) -> tuple[list[str], list[str]]:
-    return words[:header], words[header : header + footer]
 
 
 # -- the corpus ----------------------------------------------------------------------------
