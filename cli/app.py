@@ -450,6 +450,9 @@ def generate(
     frame_group: Annotated[int, typer.Option(help="Framed pages per frame.")] = 5,
     frame_words: Annotated[int, typer.Option(help="Words of each long frame (half header, half footer).")] = 200,
     framed_content: Annotated[str | None, typer.Option(help="Words of each framed page's own text, LO,HI [default: frame/20,frame/2].")] = None,
+    reframed: Annotated[int, typer.Option(help="Reframed pages: the same text under two different site frames, a gold pair each.")] = 0,
+    html_pages: Annotated[bool, typer.Option("--html-pages", help="Write every document as an HTML page (frames as header and footer, "
+                                                                  "the text in <main>); ingest it with --html.")] = False,
     min_words: Annotated[int, typer.Option(help="Sources with fewer words are skipped.")] = 50,
     max_words: Annotated[int | None, typer.Option(help="Cut longer sources to this many words.")] = None,
     source_similarity: Annotated[float, typer.Option(help="A source whose word-shingle Jaccard with an earlier one reaches this is skipped.")] = 0.3,
@@ -472,6 +475,7 @@ def generate(
         framed=framed, frame_group=frame_group, frame_words=frame_words,
         framed_content=_range(framed_content, int, "--framed-content") if framed_content else None,
         min_words=min_words, max_words=max_words, source_similarity=source_similarity, seed=seed, output_format=output_format,
+        reframed=reframed, html_pages=html_pages,
     )
     read = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
     try:
@@ -485,7 +489,8 @@ def generate(
     out.print(f"read {r.records_read} records: {r.too_short} too short, {r.similar} similar to an earlier one, "
               f"{r.rejected} rejected by the reader", highlight=False)
     out.print(f"wrote {r.documents} documents to {r.corpus}: {r.originals} originals, {r.clusters} gold clusters, variants "
-              + (", ".join(f"{k} {n}" for k, n in r.variants.items()) or "none") + f", {r.framed} framed pages", highlight=False)
+              + (", ".join(f"{k} {n}" for k, n in r.variants.items()) or "none") + f", {r.framed} framed pages"
+              + (f", {r.reframed} reframed pages" if r.reframed else "") + (" (HTML pages)" if o.html_pages else ""), highlight=False)
     out.print(f"gold pairs: {r.gold_pairs} ({r.gold_pairs_below} below word-shingle Jaccard 0.8); framed pairs: "
               f"{r.framed_pairs} ({r.framed_pairs_above} at or above 0.8)", highlight=False)
 

@@ -7,6 +7,7 @@ Every choice comes from ``_Rng``, which uses only ``random()`` of
 
 from __future__ import annotations
 
+import html
 import random
 import re
 from collections.abc import Sequence
@@ -96,3 +97,21 @@ def frame_lines(words: list[str], header: int, footer: int) -> tuple[list[str], 
     return words[:header], words[header : header + footer]
 
 
+
+
+def html_page(lines: list[list[str]], frame: tuple[int, int] = (0, 0)) -> str:
+    """A text as an HTML page: its first ``frame[0]`` and last ``frame[1]`` paragraphs as the site's
+    navigation header (one link per 4 words) and footer, the others as the paragraphs of
+    ``<main><article>``. Its visible text holds the text's words in the same order."""
+    head, body, foot = lines[: frame[0]], lines[frame[0] : len(lines) - frame[1]], lines[len(lines) - frame[1] :]
+    esc = html.escape
+    parts = ['<!doctype html>\n<html><head><meta charset="utf-8"></head><body>']
+    words = [w for ws in head for w in ws]
+    if words:
+        links = "".join(f'<li><a href="#">{esc(" ".join(words[i : i + 4]))}</a></li>' for i in range(0, len(words), 4))
+        parts.append(f"<header><nav><ul>{links}</ul></nav></header>")
+    parts.append("<main><article>" + "".join(f"<p>{esc(' '.join(ws))}</p>" for ws in body) + "</article></main>")
+    if any(foot):
+        parts.append("<footer>" + "".join(f"<p>{esc(' '.join(ws))}</p>" for ws in foot) + "</footer>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +16,12 @@ from typer.testing import CliRunner
 
 from neardup import Index, ReadOptions, Settings, SettingsMismatch
 from neardup.cli.app import app
+from neardup.evaluate import evaluate
 from neardup.ingest import fingerprinted_text, ingest
 from neardup.readers.content import FINGERPRINTED, main_content
 from neardup.rebuild import rebuild_fingerprints
 
-from .conftest import words_text, write_jsonl
+from .conftest import FIXTURES, words_text, write_jsonl
 from .warcs import write_warc
 
 runner = CliRunner()
@@ -221,3 +224,50 @@ def test_html_files_and_the_api_take_the_setting(tmp_path):
         got = dict(con.execute("SELECT regexp_extract(url, '[ab][.][a-z]+$'), content FROM documents").fetchall())
     assert got == {"a.html": "main", "b.txt": "full"}
     assert np.all(np.array([k in FINGERPRINTED for k in got.values()]))
+
+
+# -- generate: one page under two site frames ------------------------------------------------
+
+GEN_INPUTS = [str(FIXTURES / "text" / "docs.jsonl"), str(FIXTURES / "crawl" / "sample.wet.gz")]
+
+
+def test_generate_writes_reframed_pages_as_gold_pairs_that_evaluate_scores(tmp_path):
+    out = tmp_path / "gen"
+    r = invoke("generate", *GEN_INPUTS, "--out", out, "--max-words", 300, "--reframed", 8, "--html-pages")
+    assert r.exit_code == 0, r.output
+    assert "16 reframed pages (HTML pages)" in r.output
+    gold = list(csv.DictReader(open(out / "pairs.csv", encoding="utf-8")))
+    reframed = {(g["url_a"], g["url_b"]) for g in gold if g["relation"] == "reframed~reframed"}
+    assert len(reframed) == 8
+    docs = {d["url"]: d for d in csv.DictReader(open(out / "documents.csv", encoding="utf-8"))}
+    corpus = {json.loads(line)["url"]: json.loads(line)["text"] for line in open(out / "corpus.jsonl", encoding="utf-8")}
+    for a, b in reframed:
+        ea, eb = json.loads(docs[a]["edits"])[0], json.loads(docs[b]["edits"])[0]
+        assert {ea["site"], eb["site"]} == {0, 1} and ea["content"] == eb["content"]
+        # the same article, two different frames
+        (head_a, main_a, foot_a), (head_b, main_b, foot_b) = (re.split("</?main>", corpus[u]) for u in (a, b))
+        assert main_a == main_b and head_a != head_b and foot_a != foot_b
+    clusters = {}
+    for row in csv.DictReader(open(out / "clusters.csv", encoding="utf-8")):
+        clusters.setdefault(row["cluster"], set()).add(row["url"])
+    assert {frozenset(p) for p in reframed} <= {frozenset(m) for m in clusters.values()}
+
+    found, recall = {}, {}
+    for c in ("main", "full"):
+        idx = tmp_path / c
+        assert invoke("ingest", "--index", idx, "--html", "--content", c, out / "corpus.jsonl").exit_code == 0
+        pairs = sql(idx, "SELECT least(url_a, url_b) AS a, greatest(url_a, url_b) AS b FROM duplicate_urls WHERE method = 'jaccard'")
+        found[c] = {(p["a"], p["b"]) for p in pairs}
+        ev = evaluate(Index(idx), str(out / "pairs.csv"), supports=())
+        recall[c] = ev.comparator["jaccard"]["recall"]
+    assert reframed <= found["main"]  # every page under its two frames is found with main content
+    assert not reframed & found["full"]  # and none with the frame in the text (the frames are 200 words)
+    assert recall["main"] > recall["full"]
+
+
+def test_generate_without_the_new_options_is_unchanged(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert invoke("generate", *GEN_INPUTS, "--out", a, "--max-words", 300).exit_code == 0
+    assert invoke("generate", *GEN_INPUTS, "--out", b, "--max-words", 300, "--reframed", 0).exit_code == 0
+    for name in ("corpus.jsonl", "pairs.csv", "documents.csv"):
+        assert (a / name).read_bytes() == (b / name).read_bytes() == (FIXTURES / "generated" / name).read_bytes()
