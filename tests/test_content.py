@@ -39,10 +39,11 @@ ARTICLE = ["The northern rivers run cold and fast through the granite valleys ev
 
 def page(title: str, paragraphs: list[str], frame: str = "f", frame_words: int = 40) -> str:
     """A page whose frame (navigation, sidebar, footer) has about ``3 * frame_words`` words named by ``frame``."""
-    nav_words = words_text(frame_words, prefix=f"{frame}nav").replace(".", "").split()
+    seed = sum(map(ord, frame)) * 101  # frames of other names differ in every word
+    nav_words = words_text(frame_words, seed, prefix=f"{frame}nav").replace(".", "").split()
     nav = "".join(f"<li><a href='/{w}'>{w}</a></li>" for w in nav_words)
-    return PAGE.format(title=title, nav=nav, side=words_text(frame_words, prefix=f"{frame}side"),
-                       body="".join(f"<p>{p}</p>" for p in paragraphs), foot=words_text(frame_words, prefix=f"{frame}foot"))
+    return PAGE.format(title=title, nav=nav, side=words_text(frame_words, seed, prefix=f"{frame}side"),
+                       body="".join(f"<p>{p}</p>" for p in paragraphs), foot=words_text(frame_words, seed, prefix=f"{frame}foot"))
 
 
 def invoke(*args):
@@ -172,10 +173,10 @@ def test_an_unparseable_page_gets_no_main_content():
 def _framed_corpus(tmp_path: Path) -> Path:
     body_x = [words_text(60, seed=1, prefix="x")]
     pages = [
-        ("https://a.example/x", page("X", body_x, frame="siteA", frame_words=250)),
-        ("https://b.example/x", page("X", body_x, frame="siteB", frame_words=250)),
-        ("https://a.example/y", page("Y", [words_text(60, seed=2, prefix="y")], frame="siteA", frame_words=250)),
-        ("https://a.example/z", page("Z", [words_text(60, seed=3, prefix="z")], frame="siteA", frame_words=250)),
+        ("https://a.example/x", page("X", body_x, frame="ash", frame_words=250)),
+        ("https://b.example/x", page("X", body_x, frame="elm", frame_words=250)),
+        ("https://a.example/y", page("Y", [words_text(60, seed=2, prefix="y")], frame="ash", frame_words=250)),
+        ("https://a.example/z", page("Z", [words_text(60, seed=3, prefix="z")], frame="ash", frame_words=250)),
     ]
     return write_warc(tmp_path / "site.warc.gz", [(u, h.encode("utf-8"), "text/html; charset=utf-8") for u, h in pages])
 
@@ -271,3 +272,17 @@ def test_generate_without_the_new_options_is_unchanged(tmp_path):
     assert invoke("generate", *GEN_INPUTS, "--out", b, "--max-words", 300, "--reframed", 0).exit_code == 0
     for name in ("corpus.jsonl", "pairs.csv", "documents.csv"):
         assert (a / name).read_bytes() == (b / name).read_bytes() == (FIXTURES / "generated" / name).read_bytes()
+
+
+def test_pooled_evaluation_verifies_the_fingerprinted_text(tmp_path):
+    """The article under two frames verifies by edit similarity of the main contents (1.0); its full
+    texts, frames included, would not (the frames differ)."""
+    warc = _framed_corpus(tmp_path)
+    idx = tmp_path / "idx"
+    assert invoke("ingest", "--index", idx, warc).exit_code == 0
+    ev = evaluate(Index(idx), pooled=True, supports=(), bits=())
+    assert ev.pooled["jaccard"]["pairs"] == 1 and ev.pooled["jaccard"]["precision"] == 1.0
+    full = sql(idx, "SELECT text FROM documents WHERE url LIKE '%/x' ORDER BY url")
+    from neardup.evaluate import text_similarity
+
+    assert text_similarity(full[0]["text"], full[1]["text"]) < 0.8
