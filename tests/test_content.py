@@ -286,3 +286,27 @@ def test_pooled_evaluation_verifies_the_fingerprinted_text(tmp_path):
     from neardup.evaluate import text_similarity
 
     assert text_similarity(full[0]["text"], full[1]["text"]) < 0.8
+
+
+def test_an_index_made_before_the_setting_keeps_fingerprinting_the_full_text(tmp_path):
+    """Migration 008 on a catalog of schema 7: its rows and its settings say full, and so does
+    the next ingest of HTML into it."""
+    import duckdb
+
+    idx = tmp_path / "idx"
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "old", "text": page("Old", ARTICLE)}])
+    assert invoke("ingest", "--index", idx, "--html", "--content", "full", src).exit_code == 0
+    con = duckdb.connect(str(idx / "catalog.duckdb"))  # back to how schema 7 left it
+    con.execute("DROP VIEW latest_documents")
+    con.execute("ALTER TABLE documents DROP COLUMN main_text")
+    con.execute("ALTER TABLE documents DROP COLUMN content")
+    con.execute("CREATE VIEW latest_documents AS SELECT * FROM documents WHERE is_latest")
+    con.execute("DELETE FROM settings WHERE key = 'content'")
+    con.execute("DELETE FROM schema_migrations WHERE version = 8")
+    con.close()
+    assert Index(idx).settings().content == "full"  # read-only, before any migration
+    new = write_jsonl(tmp_path / "b.jsonl", [{"url": "new", "text": page("New", ARTICLE)}])
+    assert invoke("ingest", "--index", idx, "--html", new).exit_code == 0
+    assert sql(idx, "SELECT url, content, main_text FROM latest_documents ORDER BY url") == [
+        {"url": "new", "content": "full", "main_text": None}, {"url": "old", "content": "full", "main_text": None}]
+    assert sql(idx, "SELECT value FROM settings WHERE key = 'content'") == [{"value": '"full"'}]
