@@ -25,11 +25,15 @@ fingerprinted texts as plain text, one JSON Lines record per page, the url
 prefixed by its release (so a mirror is a pair of two urls, not two versions
 of one), default settings.
 
+``--options``: the mirror share with other resiliparse options
+(``OPTION_SETS``: its defaults, alt texts and list bullets, links, no
+comments or post metadata, hidden elements kept).
+
 Also WARC reading alone, MB/s of the compressed files: warcio (what
 ``neardup.readers.warc`` uses), fastwarc (resiliparse's reader) and
 neardup's own reader (``read_input``, with its checks).
 
-    python benchmarks/content.py [--data benchmarks/data/realsite] [--extractors full,resiliparse,trafilatura] [--limit N] [--runs 3]
+    python benchmarks/content.py [--data benchmarks/data/realsite] [--options] [--extractors full,resiliparse,trafilatura] [--limit N] [--runs 3]
 
 Extracted texts are kept in ``benchmarks/data/content/<extractor>.parquet``
 with the seconds they took (``--fresh`` extracts again); ``--limit`` takes
@@ -228,6 +232,39 @@ def quality(name: str, t: pa.Table, full: pa.Table, main_sets: dict[tuple[str, s
     return res
 
 
+#: resiliparse option sets tried beside the index's (``neardup.readers.content``): its defaults, and what
+#: else might keep or drop text that changed between releases
+OPTION_SETS = {
+    "resiliparse defaults (main_content only)": dict(main_content=True),
+    "index options + alt texts + list bullets": dict(main_content=True, preserve_formatting=True, alt_texts=True, list_bullets=True),
+    "index options + links": dict(main_content=True, preserve_formatting=True, list_bullets=False, alt_texts=False, links=True),
+    "index options, no comments or post meta": dict(main_content=True, preserve_formatting=True, list_bullets=False, alt_texts=False,
+                                                    comments=False, post_meta=False),
+    "index options + hidden elements": dict(main_content=True, preserve_formatting=True, list_bullets=False, alt_texts=False,
+                                            hidden_elements=True),
+}
+
+
+def option_variants(full: pa.Table) -> list[dict]:
+    """Mirror share (exact Jaccard, no index) of each of ``OPTION_SETS``, every page extracted again."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    from neardup import exact, text
+
+    out = []
+    for name, opts in OPTION_SETS.items():
+        texts: list[str | None] = []
+        for release in RELEASES:
+            texts += [extract_plain_text(h, **opts) for _, h in pages(release)]
+        t = pa.table({"release": full.column("release"), "url": full.column("url"),
+                      "text": text.clean_whitespace(pa.array(texts, pa.large_string()))})
+        mine, n_fallback = fingerprinted(t, full)
+        mj = mirror_jaccards(t, exact.shingle_sets(mine))
+        out.append({"options": name, "fallback": n_fallback, "mirrors_at_0.8": sum(j >= THRESHOLD - 1e-12 for j in mj.values()),
+                    "mirrors": len(mj), "median_mirror_jaccard": statistics.median(mj.values())})
+    return out
+
+
 def warc_speed(runs: int) -> list[dict]:
     """Seconds (wall and process CPU) to read every response record's payload of both releases, per reader
     (medians of ``runs``)."""
@@ -288,6 +325,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs of the WARC reading timing")
     ap.add_argument("--fresh", action="store_true", help="extract again instead of reading benchmarks/data/content")
     ap.add_argument("--no-warc", action="store_true", help="skip the WARC reader timing")
+    ap.add_argument("--options", action="store_true", help="the mirror share of other resiliparse option sets (OPTION_SETS)")
     ap.add_argument("--sample", type=Path, default=None, help="write 20 mirrors below 0.8 under main content to this file, to read")
     args = ap.parse_args()
     DATA = args.data
@@ -317,6 +355,9 @@ def main() -> None:
             low = sorted((j, u) for u, j in results["resiliparse"]["_mirror_jaccards"].items() if j < THRESHOLD)
             step = max(1, len(low) // 20)
             args.sample.write_text("".join(f"{j:.3f} {u}\n" for j, u in low[::step][:20]))
+    if args.options:
+        for row in option_variants(tables["full"]):
+            print(json.dumps(row), flush=True)
     if not args.no_warc:
         for row in warc_speed(args.runs):
             print(json.dumps(row), flush=True)
