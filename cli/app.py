@@ -86,6 +86,11 @@ KeepClustersOpt = Annotated[
     typer.Option(help="Clusterings every ingest keeps current: concept, components, both or '' [default: both, where possible]."),
 ]
 SupportOpt = Annotated[int | None, typer.Option(help="concept clusters: common bottom-k elements [default: ceil(threshold x sketch size)].")]
+ContentOpt = Annotated[
+    str | None,
+    typer.Option(help="Text of HTML input to fingerprint: main (the page's main content; the full text when that is under --min-words) "
+                      "or full (the whole visible text, frame included); the full text is stored either way [default: main]."),
+]
 PairsOpt = Annotated[
     str | None,
     typer.Option(help="Pair methods computed at ingest, comma-separated, or 'all' (every one the fingerprint methods allow) [default: jaccard,simhash]."),
@@ -93,7 +98,7 @@ PairsOpt = Annotated[
 
 
 def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                   threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None) -> dict:
+                   threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None, content=None) -> dict:
     """The settings given on the command line (None for those not given)."""
     method_list = parse_methods(methods) if methods is not None else None
     return {
@@ -111,6 +116,7 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "pairs": parse_pairs(pairs, method_list) if pairs is not None else None,
         "clusters": tuple(c.strip() for c in keep_clusters.split(",") if c.strip()) if keep_clusters is not None else None,
         "concept_support": concept_support,
+        "content": content,
     }
 
 
@@ -135,6 +141,7 @@ def init(
     pairs: PairsOpt = None,
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
+    content: ContentOpt = None,
 ) -> None:
     """Create an empty index with the given settings (ingest creates one too, with defaults)."""
     try:
@@ -142,7 +149,7 @@ def init(
         if idx.exists():
             raise NeardupError(f"{index}: an index already exists here", hint="settings are fixed at creation; use another --index")
         s = _new_settings(_settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                                         threshold, simhash_bits, pairs, keep_clusters, concept_support))
+                                         threshold, simhash_bits, pairs, keep_clusters, concept_support, content))
         with idx.writer(create_with=s):
             pass
     except NeardupError as exc:
@@ -179,6 +186,7 @@ def ingest_cmd(
     pairs: PairsOpt = None,
     keep_clusters: KeepClustersOpt = None,
     concept_support: SupportOpt = None,
+    content: ContentOpt = None,
     batch_mb: Annotated[
         float | None, typer.Option(min=0.001, help="Commit a bigger input as several batches of this many MB read each "
                                    "(bounds memory) [default: 128 at --memory 4GB, in proportion to --memory].")
@@ -199,7 +207,7 @@ def ingest_cmd(
     try:
         memory_bytes = _memory_size(memory_size)
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
-                               threshold, simhash_bits, pairs, keep_clusters, concept_support)
+                               threshold, simhash_bits, pairs, keep_clusters, concept_support, content)
         create = None  # on an existing index the options given are checked against its settings, not combined with the defaults
         if idx.exists():
             idx.settings().check_overrides(given)
@@ -462,6 +470,9 @@ def generate(
     frame_group: Annotated[int, typer.Option(help="Framed pages per frame.")] = 5,
     frame_words: Annotated[int, typer.Option(help="Words of each long frame (half header, half footer).")] = 200,
     framed_content: Annotated[str | None, typer.Option(help="Words of each framed page's own text, LO,HI [default: frame/20,frame/2].")] = None,
+    reframed: Annotated[int, typer.Option(help="Reframed pages: the same text under two different site frames, a gold pair each.")] = 0,
+    html_pages: Annotated[bool, typer.Option("--html-pages", help="Write every document as an HTML page (frames as header and footer, "
+                                                                  "the text in <main>); ingest it with --html.")] = False,
     min_words: Annotated[int, typer.Option(help="Sources with fewer words are skipped.")] = 50,
     max_words: Annotated[int | None, typer.Option(help="Cut longer sources to this many words.")] = None,
     source_similarity: Annotated[float, typer.Option(help="A source whose word-shingle Jaccard with an earlier one reaches this is skipped.")] = 0.3,
@@ -484,6 +495,7 @@ def generate(
         framed=framed, frame_group=frame_group, frame_words=frame_words,
         framed_content=_range(framed_content, int, "--framed-content") if framed_content else None,
         min_words=min_words, max_words=max_words, source_similarity=source_similarity, seed=seed, output_format=output_format,
+        reframed=reframed, html_pages=html_pages,
     )
     read = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
     try:
@@ -497,7 +509,8 @@ def generate(
     out.print(f"read {r.records_read} records: {r.too_short} too short, {r.similar} similar to an earlier one, "
               f"{r.rejected} rejected by the reader", highlight=False)
     out.print(f"wrote {r.documents} documents to {r.corpus}: {r.originals} originals, {r.clusters} gold clusters, variants "
-              + (", ".join(f"{k} {n}" for k, n in r.variants.items()) or "none") + f", {r.framed} framed pages", highlight=False)
+              + (", ".join(f"{k} {n}" for k, n in r.variants.items()) or "none") + f", {r.framed} framed pages"
+              + (f", {r.reframed} reframed pages" if r.reframed else "") + (" (HTML pages)" if o.html_pages else ""), highlight=False)
     out.print(f"gold pairs: {r.gold_pairs} ({r.gold_pairs_below} below word-shingle Jaccard 0.8); framed pairs: "
               f"{r.framed_pairs} ({r.framed_pairs_above} at or above 0.8)", highlight=False)
 

@@ -160,7 +160,7 @@ def _idf(con) -> dict[str, float]:
 
     df: Counter = Counter()
     n = 0
-    for batch in con.sql("SELECT text FROM documents").to_arrow_reader(2000):
+    for batch in con.sql(f"SELECT {FINGERPRINTED_TEXT} FROM documents").to_arrow_reader(2000):
         normal = text.normal_form(batch.column(0).cast(pa.large_string()))
         for ws in text.words(normal).to_pylist():
             df.update(set(ws))
@@ -534,13 +534,19 @@ def _judge(ev: Evaluation, method: str, found: set[Pair], gold: set[Pair]) -> No
     ev.unique[method] = (sorted(gold - found), sorted(found - gold))
 
 
+#: the text a document's fingerprints were computed from (docs/sql.md: ``documents.content``)
+FINGERPRINTED_TEXT = "CASE WHEN content = 'main' THEN main_text ELSE text END"
+
+
 def _by_id(con, ids: list[int], column: str) -> dict[int, str]:
-    """doc id -> one column of ``documents`` (``text`` or ``url``) for the given ids."""
+    """doc id -> one column of ``documents`` for the given ids: ``url``, or ``text``, which reads the
+    fingerprinted text (the main content under ``content = main``), the one the pairs are about."""
     if not ids:
         return {}
     con.register("want_ids", pa.table({"doc_id": pa.array(ids, pa.int64())}))
+    expr = FINGERPRINTED_TEXT if column == "text" else column
     try:
-        return dict(con.execute(f"SELECT d.doc_id, d.{column} FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
+        return dict(con.execute(f"SELECT d.doc_id, {expr} FROM documents d SEMI JOIN want_ids w ON d.doc_id = w.doc_id").fetchall())
     finally:
         con.unregister("want_ids")
 

@@ -27,7 +27,23 @@ are the ones made here. Each kept source plays one role:
   false duplicates of 001 (pages about different people that share a
   template): similar by shingles, not duplicates, so they are in no gold
   pair; ``framed_pairs.csv`` lists their pairs with their Jaccard.
+* **reframed**: the start of the source (``framed_content`` words, as for
+  framed content) written twice, once inside each of two long frames (two
+  *sites*, ``frame_words`` words of two other sources each): one page under
+  two site frames, as a site crawled in two releases or mirrored under
+  another template serves it. The two copies are one gold cluster and a gold
+  pair (relation ``reframed~reframed``); reframed pages under the same site
+  frame are false duplicates like the framed ones (not listed in
+  ``framed_pairs.csv``).
 * **frame**: the words of the frames; not written.
+
+With ``html_pages`` every document is written as an HTML page: the frame
+lines of a framed, reframed or boilerplate page as its navigation header
+(``<header><nav>``, one link per 4 words) and its footer (``<footer>``),
+its own text as the paragraphs of ``<main><article>``; a page without a
+frame has only the latter. Its visible text is the document's words in the
+same order, so the Jaccard values listed are those of the full text;
+ingest the corpus with ``--html`` (and ``--content main`` or ``full``).
 
 Every random choice comes from ``random.Random`` seeded with a string made
 from ``seed`` and the item's position, using only ``random()`` (whose
@@ -40,8 +56,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import random
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
@@ -56,6 +70,7 @@ from .errors import InputError, NeardupError
 from .ingest import extract_html
 from .readers import ReadOptions, Reject, read_input
 from .settings import Settings
+from .variants import _Rng, can_reorder, edit, frame_lines, html_page, reorder
 
 KINDS = ("exact", "edit", "reorder", "boilerplate")
 URL_PREFIX = "https://generated.example/doc/"
@@ -68,7 +83,6 @@ BOILERPLATE_FRAMES = 3
 VOCABULARY_SOURCES = 1000
 #: Pairs at or above this Jaccard are counted in the summary (the default pair threshold).
 REPORT_AT = 0.8
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 class GenerateError(NeardupError):
@@ -96,6 +110,8 @@ class GenerateOptions:
     source_similarity: float = 0.3
     seed: int = 0
     output_format: str = "jsonl"
+    reframed: int = 0
+    html_pages: bool = False
 
     def content_range(self) -> tuple[int, int]:
         return self.framed_content or (max(1, self.frame_words // 20), max(1, self.frame_words // 2))
@@ -112,6 +128,8 @@ class GenerateOptions:
             bad.append(f"kinds must be some of {', '.join(KINDS)}")
         if not 0 <= self.edit_rate[0] <= self.edit_rate[1] < 1:
             bad.append("edit rate must be LO,HI with 0 <= LO <= HI < 1")
+        if self.reframed < 0:
+            bad.append("reframed must be >= 0")
         if self.framed < 0 or self.frame_group < 2:
             bad.append("framed must be >= 0 and frame group >= 2")
         if self.frame_words < 2:
@@ -143,39 +161,13 @@ class GenerateResult:
     clusters: int = 0
     variants: dict[str, int] = field(default_factory=dict)
     framed: int = 0
+    reframed: int = 0
     documents: int = 0
     gold_pairs: int = 0
     gold_pairs_below: int = 0
     framed_pairs: int = 0
     framed_pairs_above: int = 0
     rejects: list[Reject] = field(default_factory=list)  # the first 20 records the readers rejected
-
-
-class _Rng:
-    """Random choices built on ``random()`` only (stable across Python versions), seeded by a key."""
-
-    def __init__(self, *key: object):
-        self._r = random.Random(":".join(str(k) for k in key))
-
-    def random(self) -> float:
-        return self._r.random()
-
-    def below(self, n: int) -> int:
-        return min(int(self._r.random() * n), n - 1)
-
-    def between(self, lo: int, hi: int) -> int:
-        return lo + self.below(hi - lo + 1)
-
-    def uniform(self, lo: float, hi: float) -> float:
-        return lo + (hi - lo) * self._r.random()
-
-    def pick(self, items: Sequence):
-        return items[self.below(len(items))]
-
-    def shuffle(self, items: list) -> None:
-        for i in range(len(items) - 1, 0, -1):
-            j = self.below(i + 1)
-            items[i], items[j] = items[j], items[i]
 
 
 # -- sources -------------------------------------------------------------------------------
@@ -219,7 +211,7 @@ def read_sources(inputs: Sequence[str], opts: ReadOptions, o: GenerateOptions, n
     earlier kept one. With ``need`` set, reading stops once that many are kept, enough of them
     long enough for the frames."""
     def long_enough(docs: list) -> bool:
-        return sum(sum(map(len, d)) >= o.frame_words for d in docs) >= _groups(o)
+        return sum(sum(map(len, d)) >= o.frame_words for d in docs) >= _long_frames(o)
 
     urls: list[str] = []
     docs: list[list[list[str]]] = []
@@ -289,63 +281,6 @@ class _Dissimilar:
         return True
 
 
-# -- variants ------------------------------------------------------------------------------
-
-def edit(lines: list[list[str]], n: int, rng: _Rng, vocabulary: Sequence[str]) -> tuple[list[list[str]], list[dict]]:
-    """``n`` random word insertions, deletions and substitutions; returns the text and the edits
-    (``line``/``word`` are positions in the text as it was when that edit was made)."""
-    lines = [list(ws) for ws in lines]
-    ops = []
-    for _ in range(n):
-        op = rng.pick(("insert", "delete", "substitute"))
-        sizes = [len(ws) for ws in lines]
-        pos = rng.below(sum(sizes) + (op == "insert"))
-        li = 0  # an insertion may also go after a paragraph's last word
-        while li < len(lines) - 1 and pos >= sizes[li] + (op == "insert"):
-            pos -= sizes[li]
-            li += 1
-        ws = lines[li]
-        if op == "delete" and len(ws) == 1:
-            op = "substitute"  # never empty a paragraph
-        if op == "insert":
-            word = rng.pick(vocabulary)
-            ws.insert(pos, word)
-            ops.append({"op": "insert", "line": li, "word": pos, "new": word})
-        elif op == "delete":
-            ops.append({"op": "delete", "line": li, "word": pos, "old": ws.pop(pos)})
-        else:
-            word = rng.pick(vocabulary)
-            while word == ws[pos] and len(vocabulary) > 1:
-                word = rng.pick(vocabulary)
-            ops.append({"op": "substitute", "line": li, "word": pos, "old": ws[pos], "new": word})
-            ws[pos] = word
-    return lines, ops
-
-
-def _sentences(ws: list[str]) -> list[list[str]]:
-    return [s.split(" ") for s in _SENTENCE_END.split(" ".join(ws))]
-
-
-def can_reorder(lines: list[list[str]]) -> bool:
-    return len(lines) >= 2 or len(_sentences(lines[0])) >= 2
-
-
-def reorder(lines: list[list[str]], rng: _Rng) -> tuple[list[list[str]], list[dict]]:
-    """Two paragraphs swapped; a one-paragraph text swaps two of its sentences instead."""
-    unit, blocks = ("paragraph", [list(ws) for ws in lines]) if len(lines) >= 2 else ("sentence", _sentences(lines[0]))
-    i = rng.below(len(blocks))
-    j = rng.below(len(blocks) - 1)
-    j += j >= i
-    i, j = min(i, j), max(i, j)
-    blocks[i], blocks[j] = blocks[j], blocks[i]
-    out = blocks if unit == "paragraph" else [[w for s in blocks for w in s]]
-    return out, [{"op": "swap", "unit": unit, "i": i, "j": j}]
-
-
-def frame_lines(words: list[str], header: int, footer: int) -> tuple[list[str], list[str]]:
-    return words[:header], words[header : header + footer]
-
-
 # -- the corpus ----------------------------------------------------------------------------
 
 @dataclass
@@ -357,19 +292,31 @@ class _Doc:
     edits: list[dict] = field(default_factory=list)
     original: int | None = None  # position of its original in the list of docs
     frame: int | None = None
+    #: paragraphs of frame at the start and at the end of ``lines``
+    frame_lines: tuple[int, int] = (0, 0)
 
 
 def _groups(o: GenerateOptions) -> int:
     return math.ceil(o.framed / o.frame_group)
 
 
+#: Site frames the reframed pages are written under (each page once under each).
+SITES = 2
+
+
+def _long_frames(o: GenerateOptions) -> int:
+    """Long frames the corpus needs: one per group of framed pages, and the sites of the reframed pages."""
+    return _groups(o) + (SITES if o.reframed else 0)
+
+
 def _needed(o: GenerateOptions) -> int:
-    """Sources the corpus needs: frames, framed pages and (at least one) originals."""
-    return _groups(o) + (BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0) + o.framed + (o.sources or 1)
+    """Sources the corpus needs: frames, framed and reframed pages and (at least one) originals."""
+    return _long_frames(o) + (BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0) + o.framed + o.reframed + (o.sources or 1)
 
 
-def _allocate(o: GenerateOptions, docs: list[list[list[str]]], n_groups: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Positions of the boilerplate frames, long frames, framed contents and originals."""
+def _allocate(o: GenerateOptions, docs: list[list[list[str]]], n_groups: int) -> tuple[list[int], ...]:
+    """Positions of the boilerplate frames, long frames, framed contents, originals, site frames
+    and reframed contents (the last two empty unless ``reframed``)."""
     need = _needed(o)
     if len(docs) < need:
         raise GenerateError(f"the input holds {len(docs)} usable sources (at least {o.min_words} words, mutually dissimilar); "
@@ -378,18 +325,22 @@ def _allocate(o: GenerateOptions, docs: list[list[list[str]]], n_groups: int) ->
     _Rng(o.seed, "allocate").shuffle(order)
     n_words = [sum(map(len, d)) for d in docs]
     boiler_frames = BOILERPLATE_FRAMES if "boilerplate" in o.kinds else 0
-    long_frames = [i for i in order if n_words[i] >= o.frame_words][:n_groups]
-    if len(long_frames) < n_groups:
-        raise GenerateError(f"{n_groups} framed groups need sources of at least {o.frame_words} words; "
-                            f"only {len(long_frames)} usable sources are that long")
-    taken = set(long_frames)
+    n_long = _long_frames(o)
+    long_all = [i for i in order if n_words[i] >= o.frame_words][:n_long]
+    if len(long_all) < n_long:
+        sites = f" and {SITES} site frames" if o.reframed else ""
+        raise GenerateError(f"{n_groups} framed groups{sites} need sources of at least {o.frame_words} words; "
+                            f"only {len(long_all)} usable sources are that long")
+    long_frames, sites = long_all[:n_groups], long_all[n_groups:]
+    taken = set(long_all)
     rest = [i for i in order if i not in taken]
     boiler = rest[:boiler_frames]
     framed = rest[boiler_frames : boiler_frames + o.framed]
-    originals = rest[boiler_frames + o.framed :]
+    reframed = rest[boiler_frames + o.framed : boiler_frames + o.framed + o.reframed]
+    originals = rest[boiler_frames + o.framed + o.reframed :]
     if o.sources is not None:
         originals = originals[: o.sources]
-    return boiler, long_frames, framed, sorted(originals)
+    return boiler, long_frames, framed, sorted(originals), sites, reframed
 
 
 def _vocabulary(docs: list[list[list[str]]]) -> list[str]:
@@ -399,7 +350,7 @@ def _vocabulary(docs: list[list[list[str]]]) -> list[str]:
 
 def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str]]]) -> list[_Doc]:
     n_groups = _groups(o)
-    boiler, long_frames, framed, originals = _allocate(o, docs, n_groups)
+    boiler, long_frames, framed, originals, sites, reframed = _allocate(o, docs, n_groups)
     vocabulary = _vocabulary(docs)
     out: list[_Doc] = []
     boiler_words = [[w for ws in docs[i] for w in ws] for i in boiler]
@@ -428,7 +379,7 @@ def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str
                 head, foot = frame_lines(boiler_words[f], h, t)
                 lines = [head, *docs[s], foot]
                 ops = [{"op": "frame", "frame": f, "header": len(head), "footer": len(foot)}]
-            out.append(_Doc(lines, kind, urls[s], label, ops, original=first))
+            out.append(_Doc(lines, kind, urls[s], label, ops, original=first, frame_lines=(1, 1) if kind == "boilerplate" else (0, 0)))
     lo, hi = o.content_range()
     for g, f in enumerate(long_frames):
         words = [w for ws in docs[f] for w in ws]
@@ -438,8 +389,21 @@ def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str
             n_words = sum(map(len, docs[s]))
             c = rng.between(min(lo, n_words), min(hi, n_words))
             body = _truncate(docs[s], c)
-            out.append(_Doc([head, *body, foot], "framed", urls[s], frame=g,
+            out.append(_Doc([head, *body, foot], "framed", urls[s], frame=g, frame_lines=(1, 1),
                             edits=[{"op": "framed", "frame": g, "header": len(head), "footer": len(foot), "content": c}]))
+    site_frames = []
+    for f in sites:
+        words = [w for ws in docs[f] for w in ws]
+        site_frames.append(frame_lines(words, o.frame_words // 2, o.frame_words - o.frame_words // 2))
+    for k, s in enumerate(reframed):
+        rng = _Rng(o.seed, "reframed", k)
+        n_words = sum(map(len, docs[s]))
+        c = rng.between(min(lo, n_words), min(hi, n_words))
+        body = _truncate(docs[s], c)
+        first = len(out)
+        for site, (head, foot) in enumerate(site_frames):
+            out.append(_Doc([head, *body, foot], "reframed", urls[s], f"r{k:06d}", original=None if site == 0 else first, frame_lines=(1, 1),
+                            edits=[{"op": "reframed", "site": site, "header": len(head), "footer": len(foot), "content": c}]))
     return out
 
 
@@ -487,7 +451,7 @@ def generate(inputs: Sequence[str], out: str | Path, options: GenerateOptions | 
 
     out.mkdir(parents=True, exist_ok=True)
     rows_urls = [url_of[i] for i in order]
-    rows_texts = [texts[i] for i in order]
+    rows_texts = [html_page(documents[i].lines, documents[i].frame_lines) if o.html_pages else texts[i] for i in order]
     if o.output_format == "jsonl":
         with open(corpus, "w", encoding="utf-8", newline="\n") as fh:
             for u, t in zip(rows_urls, rows_texts):
@@ -514,6 +478,7 @@ def generate(inputs: Sequence[str], out: str | Path, options: GenerateOptions | 
             res.variants[d.role] = res.variants.get(d.role, 0) + 1
     res.variants = dict(sorted(res.variants.items()))
     res.framed = sum(d.role == "framed" for d in documents)
+    res.reframed = sum(d.role == "reframed" for d in documents)
     res.gold_pairs = len(pairs)
     res.gold_pairs_below = sum(p[3] < REPORT_AT for p in pairs)
     res.framed_pairs = len(framed_pairs)

@@ -34,6 +34,7 @@ from .faults import crashpoint
 from .keys import hash64
 from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
+from .readers.content import main_contents
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
@@ -87,35 +88,72 @@ class _Prepared:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def extract_html(chunk: RawChunk) -> RawChunk:
+def extract_html(chunk: RawChunk, content: str = "full") -> RawChunk:
     """Replace the HTML records' content by their visible text (``is_html`` becomes false).
 
     Extracted text is white-space cleaned (markup leaves runs of blanks);
-    plain text is kept exactly as read.
+    plain text is kept exactly as read. With ``content="main"`` the batch
+    gains a column ``main``: each HTML record's main content
+    (``neardup.readers.content``), null for the other records.
     """
     b = chunk.batch
     is_html = b.column("is_html").to_numpy(zero_copy_only=False)
     if b.num_rows == 0 or not is_html.any():
         return chunk
-    content = b.column("content")
-    html = text.mark_blocks(content.filter(pa.array(is_html))).to_pylist()
+    content_col = b.column("content")
+    html = text.mark_blocks(content_col.filter(pa.array(is_html))).to_pylist()
     extracted = text.clean_whitespace(pa.array([text.html_to_text(s, blocks_marked=True) for s in html], pa.large_string()))
     # put the extracted texts back in the rows that held HTML
-    take = np.cumsum(is_html) - 1
-    merged = pc.if_else(pa.array(is_html), extracted.take(pa.array(np.maximum(take, 0))), content)
+    take = pa.array(np.maximum(np.cumsum(is_html) - 1, 0))
+    merged = pc.if_else(pa.array(is_html), extracted.take(take), content_col)
     cols = {name: b.column(name) for name in b.schema.names}
     cols["content"] = merged
     cols["is_html"] = pa.array(np.zeros(b.num_rows, dtype=bool))
-    chunk.batch = pa.RecordBatch.from_pydict(cols, schema=b.schema)
+    schema = b.schema
+    if content == "main":
+        # an HTML record whose page cannot be parsed gets "" (its full text is fingerprinted); the others null
+        main = main_contents(content_col.filter(pa.array(is_html)).to_pylist()).fill_null("")
+        cols["main"] = pc.if_else(pa.array(is_html), main.take(take), pa.nulls(b.num_rows, pa.large_string()))
+        schema = schema.append(pa.field("main", pa.large_string()))
+    chunk.batch = pa.RecordBatch.from_pydict(cols, schema=schema)
     return chunk
 
 
+def fingerprinted_text(chunk: pa.RecordBatch, settings: Settings) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The normal form of the text each record's fingerprints are computed from, and what it is.
+
+    Returns ``(normal, kind, main)``: that normal form; ``documents.content``
+    per record (``main``; ``fallback``: an HTML record whose main content has
+    fewer than ``min_words`` words, or none, so its full text is
+    fingerprinted; ``full``: the full text, as the setting or a plain-text
+    input has it); and the main text where it is fingerprinted, else null.
+    """
+    full = chunk.column("content")
+    n = chunk.num_rows
+    if "main" not in chunk.schema.names:
+        return text.normal_form(full), pa.array(["full"] * n, pa.string()), pa.nulls(n, pa.large_string())
+    main = chunk.column("main")
+    was_html = pc.is_valid(main).to_numpy(zero_copy_only=False)
+    normal_main = text.normal_form(main.fill_null(""))
+    main_words = text.analyze(normal_main, settings.seed, spans=False).word_counts  # words only: a fast pass
+    use_main = was_html & (main_words >= settings.min_words)
+    kind = np.where(use_main, "main", np.where(was_html, "fallback", "full"))
+    mask = pa.array(use_main)
+    normal = normal_main if use_main.all() else pc.if_else(mask, normal_main, text.normal_form(full))
+    return normal, pa.array(kind, pa.string()), pc.if_else(mask, main, pa.nulls(n, pa.large_string()))
+
+
 def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
-    """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects."""
+    """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects.
+
+    The fingerprints, ``n_words`` and ``n_sentences`` are those of the
+    fingerprinted text (``fingerprinted_text``); ``text``, ``n_bytes`` and
+    ``content_hash`` those of the full text, which is what is stored.
+    """
     timings: dict[str, float] = {}
     t = time.perf_counter()
     cleaned = chunk.column("content")
-    normal = text.normal_form(cleaned)
+    normal, kind, main = fingerprinted_text(chunk, settings)
     t = lap(timings, "normal form", t)
     analysis = text.analyze(normal, settings.seed, spans=settings.needs_spans)
     lap(timings, "words", t)
@@ -150,6 +188,8 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
             "n_sentences": pa.array(n_sentences[ok], pa.int32()),
             "n_bytes": pc.cast(pc.binary_length(kept_text), pa.int32()),
             "content_hash": pa.array(hashes, pa.uint64()),
+            "content": kind.filter(mask),
+            "main_text": main.filter(mask),
         }
     )
     return _Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
@@ -262,7 +302,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
 
         def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
             t = time.perf_counter()
-            chunk = extract_html(chunk)
+            chunk = extract_html(chunk, settings.content)
             t_html = time.perf_counter() - t
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 

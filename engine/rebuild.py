@@ -2,7 +2,9 @@
 
 Statistics-based lexical signatures (A2, A3, A5, A7, A10, the lexical image)
 use the collection statistics as they were when their batch committed; a
-rebuild recomputes all fingerprints from the stored texts in one transaction,
+rebuild recomputes all fingerprints from the stored texts in one transaction
+(each document's fingerprinted text: ``main_text`` where ``content`` is
+``main``, else ``text``),
 so that they all use the statistics of the whole collection as it is now
 (the same result as ingesting everything in one batch), then rebuilds the
 postings. A crash leaves the index as before the rebuild, or as after it
@@ -63,7 +65,7 @@ def rebuild_fingerprints(index: Index, progress: Callable[[int], None] | None = 
             start = lo
             while n and start <= hi:
                 end = start + CHUNK_DOCS - 1
-                t = con.sql("SELECT doc_id, text FROM documents WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[start, end]).to_arrow_table()
+                t = con.sql(query("catalog", "fingerprinted_texts"), params=[start, end]).to_arrow_table()
                 start = end + 1
                 if t.num_rows == 0:
                     continue

@@ -68,6 +68,13 @@ INCREMENTAL_CLUSTERS: dict[str, str] = {
 }
 
 DEFAULT_METHODS = ("shingles", "bottomk", "minhash", "simhash")
+#: The text of HTML input that is fingerprinted (``neardup.readers.content``; docs/architecture.md says
+#: why main is the default: measured on a real site crawled in two releases, docs/benchmarks.md).
+CONTENT_MODES: dict[str, str] = {
+    "main": "HTML input: the page's main content (resiliparse); its full text when that has fewer than min_words words",
+    "full": "the whole visible text of every page, frame included",
+}
+DEFAULT_CONTENT = "main"
 PERMUTATIONS = ("universal", "matrix")
 #: methods computed from word hashes and counts alone (no word or sentence positions)
 SPANLESS_METHODS = frozenset({"shingles", "bottomk", "minhash", "simhash", "chars"})
@@ -89,7 +96,9 @@ class Settings:
     characters per character shingle. ``bottomk``: sketch size of the
     bottom-k method. ``minhash_perms``: permutations of the min-hash method.
     ``permutation``: ``universal`` (multiply-add mod 2^64) or ``matrix`` (the
-    seeds' random binary matrices).
+    seeds' random binary matrices). ``content``: the text of HTML input the
+    fingerprints are computed from, ``main`` (the page's main content) or
+    ``full`` (its whole visible text; ``CONTENT_MODES``).
 
     Each setting is checked on its own, then against the others
     (``check_combination``): a combination that cannot work raises
@@ -112,6 +121,7 @@ class Settings:
     pairs: tuple[str, ...] | None = None
     clusters: tuple[str, ...] | None = None
     concept_support: int | None = None
+    content: str = DEFAULT_CONTENT
     #: True for settings read back from an index: the combination is not checked again
     stored: InitVar[bool] = False
 
@@ -157,6 +167,8 @@ class Settings:
             raise SettingsMismatch("clustering components needs a pair method", hint="pass --pairs")
         if self.concept_support is not None and (not isinstance(self.concept_support, int) or isinstance(self.concept_support, bool) or self.concept_support < 1):
             raise SettingsMismatch(f"concept_support must be a positive integer, got {self.concept_support!r}", hint="pass --concept-support 85 (of a 100-element sketch)")
+        if self.content not in CONTENT_MODES:
+            raise SettingsMismatch(f"unknown content {self.content!r}", hint=f"pass --content {' or '.join(CONTENT_MODES)}")
         if self.permutation not in PERMUTATIONS:
             raise SettingsMismatch(f"unknown permutation scheme {self.permutation!r}", hint="use universal or matrix")
         if not stored:
@@ -224,6 +236,7 @@ class Settings:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Settings:
         known = {f.name for f in fields(cls)}
+        d = {"content": "full", **d}  # an index made before the setting existed fingerprinted the full text
         return cls(**{k: v for k, v in d.items() if k in known}, stored=True)
 
     def check_overrides(self, overrides: dict[str, Any]) -> None:

@@ -55,8 +55,13 @@ FROM documents d JOIN ids USING (doc_id);
 -- Append prepared documents from the registered Arrow table `new_docs`.
 INSERT INTO documents
 SELECT doc_id, url, source, record, batch_id, version, is_latest,
-       n_words, n_sentences, n_bytes, content_hash, text
+       n_words, n_sentences, n_bytes, content_hash, text, content, main_text
 FROM new_docs;
+
+-- name: fingerprinted_texts
+-- The text each document of ids ?..? was fingerprinted from (docs/sql.md: documents.content).
+SELECT doc_id, CASE WHEN content = 'main' THEN main_text ELSE text END AS text
+FROM documents WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id;
 
 -- name: supersede
 -- Mark older versions as not latest (ids in a registered table `old_ids`).
