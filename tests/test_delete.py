@@ -470,7 +470,7 @@ def test_batch_wide_frequent_values_follow_what_the_batch_keeps(tmp_path, where)
     """concept_frequent (values many documents of one batch hold, keyed to its first document) is what
     the documents left imply: its first document deleted, a third of it, all but the first."""
     idx = tmp_path / "i"
-    ingest(Index(idx), DOCS)
+    ingest(Index(idx), DOCS, create_with=Settings(content="full"))  # the whole pages, frame included
     ingest(Index(idx), CRAWL)
     p = LmdbPostings(Index(idx).postings_path, readonly=True)
     try:

@@ -54,9 +54,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     current = schema_version(con)
     if current > latest_version():
         raise SchemaTooNew(f"catalog schema version {current} is newer than this neardup knows ({latest_version()})")
+    applied = {row[0] for row in con.execute(query("catalog", "applied_migrations")).fetchall()}
     done = []
-    for version, name, sql in migrations():
-        if version <= current:
+    for version, name, sql in migrations():  # every one not applied, in order (also one below the newest applied)
+        if version in applied:
             continue
         con.execute("BEGIN TRANSACTION")
         try:
