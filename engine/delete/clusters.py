@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import concepts
-from ..clusters import _UnionFind, _insert, _remove, _sketches
+from ..clusters import _as_arrays, _insert, _remove, _sketches, _UnionFind
 from ..neighbours import search
 from ..settings import Settings
 from ..sqlfiles import query
@@ -100,7 +100,7 @@ def _neighbours(con, postings, ids: np.ndarray, gone: np.ndarray, k: int) -> tup
     # affected documents themselves, their neighbours old and new, and the deleted ones
     beyond = int(own_ids.max()) + (1 << 31)
     a, b, _ = search(own_ids, flat, lens, k, lo=beyond, postings=postings,
-                     old_sketches=lambda want: _sorted(_sketches(con, postings, beyond, want)))
+                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, beyond, want)))
     skip = set(gone.tolist())
     nb: dict[int, set[int]] = {}
     mine = set(own_ids.tolist())
@@ -117,12 +117,3 @@ def _neighbours(con, postings, ids: np.ndarray, gone: np.ndarray, k: int) -> tup
     if others:
         sk.update(_sketches(con, postings, beyond, np.array(others, dtype=np.int64)))
     return {q: sorted(ns) for q, ns in nb.items()}, sk
-
-
-def _sorted(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``{doc: values}`` as ``(ids ascending, values sorted per doc, offsets)``."""
-    ids = np.array(sorted(sk), dtype=np.int64)
-    parts = [np.sort(sk[d]) for d in ids.tolist()]
-    offs = np.zeros(ids.size + 1, dtype=np.int64)
-    np.cumsum([p.size for p in parts], out=offs[1:])
-    return ids, (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), offs
