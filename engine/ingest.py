@@ -34,7 +34,7 @@ from .faults import crashpoint
 from .keys import hash64
 from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
-from .readers.content import main_contents
+from .readers.content import ContentPool, main_contents
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
@@ -88,19 +88,22 @@ class _Prepared:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def extract_html(chunk: RawChunk, content: str = "full") -> RawChunk:
+def extract_html(chunk: RawChunk, content: str = "full", pool: ContentPool | None = None) -> RawChunk:
     """Replace the HTML records' content by their visible text (``is_html`` becomes false).
 
     Extracted text is white-space cleaned (markup leaves runs of blanks);
     plain text is kept exactly as read. With ``content="main"`` the batch
     gains a column ``main``: each HTML record's main content
-    (``neardup.readers.content``), null for the other records.
+    (``neardup.readers.content``), null for the other records; with ``pool``, a big
+    chunk's main contents are extracted in its worker processes meanwhile.
     """
     b = chunk.batch
     is_html = b.column("is_html").to_numpy(zero_copy_only=False)
     if b.num_rows == 0 or not is_html.any():
         return chunk
     content_col = b.column("content")
+    pages = content_col.filter(pa.array(is_html)).to_pylist() if content == "main" else []
+    main_of = pool.submit(pages) if pool is not None and pages else (lambda: main_contents(pages))
     html = text.mark_blocks(content_col.filter(pa.array(is_html))).to_pylist()
     extracted = text.clean_whitespace(pa.array([text.html_to_text(s, blocks_marked=True) for s in html], pa.large_string()))
     # put the extracted texts back in the rows that held HTML
@@ -112,7 +115,7 @@ def extract_html(chunk: RawChunk, content: str = "full") -> RawChunk:
     schema = b.schema
     if content == "main":
         # an HTML record whose page cannot be parsed gets "" (its full text is fingerprinted); the others null
-        main = main_contents(content_col.filter(pa.array(is_html)).to_pylist()).fill_null("")
+        main = main_of().fill_null("")
         cols["main"] = pc.if_else(pa.array(is_html), main.take(take), pa.nulls(b.num_rows, pa.large_string()))
         schema = schema.append(pa.field("main", pa.large_string()))
     chunk.batch = pa.RecordBatch.from_pydict(cols, schema=schema)
@@ -297,12 +300,12 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
     raw_chunks = read_input(path, opts)  # raises InputError before any write
     t0 = time.perf_counter()
     total: IngestResult | None = None
-    with index.writer(create_with=create_with or Settings()) as w:
+    with index.writer(create_with=create_with or Settings()) as w, ContentPool() as pool:
         settings = w.settings
 
         def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
             t = time.perf_counter()
-            chunk = extract_html(chunk, settings.content)
+            chunk = extract_html(chunk, settings.content, pool)
             t_html = time.perf_counter() - t
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 

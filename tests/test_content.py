@@ -310,3 +310,65 @@ def test_an_index_made_before_the_setting_keeps_fingerprinting_the_full_text(tmp
     assert sql(idx, "SELECT url, content, main_text FROM latest_documents ORDER BY url") == [
         {"url": "new", "content": "full", "main_text": None}, {"url": "old", "content": "full", "main_text": None}]
     assert sql(idx, "SELECT value FROM settings WHERE key = 'content'") == [{"value": '"full"'}]
+
+
+def test_main_contents_from_worker_processes_are_the_same(tmp_path, monkeypatch):
+    """A big chunk's main contents come from worker processes (resiliparse holds the GIL): the
+    documents, pairs and clusters are those of the extraction in the process itself."""
+    import neardup.readers.content as content
+
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    ingest(Index(tmp_path / "here"), src)
+    started = []
+    real_submit = content.ContentPool.submit
+
+    def counting(self, html):
+        out = real_submit(self, html)
+        started.append(self._pool is not None)
+        return out
+
+    monkeypatch.setattr(content, "POOL_MIN_CHARS", 0)
+    monkeypatch.setattr(content.ContentPool, "submit", counting)
+    ingest(Index(tmp_path / "pool"), src)
+    assert started and all(started)
+    q = ("SELECT url, content, main_text FROM documents ORDER BY url", "SELECT * FROM duplicate_urls ORDER BY ALL",
+         "SELECT c.method, c.size, c.support FROM clusters c ORDER BY ALL")
+    for one in q:
+        assert sql(tmp_path / "pool", one) == sql(tmp_path / "here", one)
+
+
+def test_content_workers_end_when_the_ingest_is_killed(tmp_path):
+    """kill -9 of the process that started them leaves no worker behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "import neardup.readers.content as c\n"
+        "c.POOL_MIN_CHARS = 0\n"
+        "pool = c.ContentPool()\n"
+        "pool.submit(['<html><body><main><p>' + 'words ' * 50 + '</p></main></body></html>'])()\n"
+        "print(' '.join(str(p) for p in pool._pool._processes), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    workers = [int(p) for p in proc.stdout.readline().split()]
+    assert workers
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie waiting for init to reap it is gone too
+            return fh.read().split(") ")[-1][0] != "Z"
+
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in workers)

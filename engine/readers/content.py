@@ -22,6 +22,8 @@ records the fallback (``documents.content = 'fallback'``).
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
 from .. import text
@@ -46,3 +48,64 @@ def main_content(html: str) -> str | None:
 def main_contents(html: list[str]) -> pa.Array:
     """Main content of each page, white-space cleaned as ``text.clean_whitespace`` does; null where none."""
     return text.clean_whitespace(pa.array([main_content(h) for h in html], pa.large_string()))
+
+
+#: HTML characters in one chunk from which its main contents are extracted in worker processes
+#: (resiliparse holds the GIL; below this a chunk is extracted in the process itself)
+POOL_MIN_CHARS = 4_000_000
+#: worker processes of a ``ContentPool`` (this machine's cores, at most 2: the ingest's own work needs one)
+POOL_WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+def _exit_with(parent: int) -> None:
+    """Worker initializer: end this worker once ``parent`` has gone (killed, it never tells its workers)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _raw_main_contents(html: list[str]) -> list[str | None]:
+    """The worker's part of ``main_contents``: one page after another, not yet cleaned."""
+    return [main_content(h) for h in html]
+
+
+class ContentPool:
+    """Main-content extraction of big chunks in worker processes, started on the first one.
+
+    ``submit`` returns a callable giving what ``main_contents`` would: the same
+    extractor on the same pages, only elsewhere, so the results do not depend on
+    where they were computed. Workers are spawned (no copy of the writer's open
+    catalog or postings) and exit with the ingest, or within a second of it dying.
+    """
+
+    def __init__(self) -> None:
+        self._pool = None
+
+    def submit(self, html: list[str]):
+        if sum(len(h) for h in html) < POOL_MIN_CHARS:
+            return lambda: main_contents(html)
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(POOL_WORKERS, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_exit_with, initargs=(os.getpid(),))
+        future = self._pool.submit(_raw_main_contents, html)
+        return lambda: text.clean_whitespace(pa.array(future.result(), pa.large_string()))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "ContentPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
