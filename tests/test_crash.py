@@ -41,16 +41,23 @@ def states(tmp_path_factory):
     return root, base, before, after
 
 
+def _killed_at(root, base, point: str, *command: str):
+    """A copy of ``base`` after ``neardup COMMAND --index COPY ...`` killed at ``point``, and its
+    state as the next opening (which repairs a half-done write) sees it."""
+    trial = root / f"trial-{command[0]}-{point}"
+    shutil.copytree(base, trial)
+    p = run_cli(command[0], "--index", str(trial), *command[1:], env={"NEARDUP_CRASH_AT": point})
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    state = snapshot(trial)
+    assert not (trial / "batch.pending").exists()
+    return trial, state
+
+
 @pytest.mark.parametrize("point", POINTS)
 def test_kill_at_each_point(states, point):
     root, base, before, after = states
-    trial = root / f"trial-{point}"
-    shutil.copytree(base, trial)
-    p = run_cli("ingest", "--quiet", "--index", str(trial), BATCH, env={"NEARDUP_CRASH_AT": point})
-    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
-    state = snapshot(trial)  # opening repairs a half-written batch
+    trial, state = _killed_at(root, base, point, "ingest", "--quiet", BATCH)
     assert state == (before if point in BEFORE_COMMIT else after)
-    assert not (trial / "batch.pending").exists()
     # and the index stays usable: ingesting the batch again converges on the reference
     ingest(Index(trial), BATCH)
     assert snapshot(trial)["documents"] == after["documents"]
@@ -182,13 +189,8 @@ def delete_states(tmp_path_factory):
 @pytest.mark.parametrize("point", DELETE_POINTS)
 def test_kill_a_delete_at_each_point(delete_states, point):
     root, base, before, after = delete_states
-    trial = root / f"trial-{point}"
-    shutil.copytree(base, trial)
-    p = run_cli("delete", "--index", str(trial), "--batch", "3", env={"NEARDUP_CRASH_AT": point})
-    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
-    state = snapshot(trial)  # opening repairs a half-written delete (all postings re-derived)
+    trial, state = _killed_at(root, base, point, "delete", "--batch", "3")  # a half-written delete: all postings re-derived
     assert state == (before if point in DELETE_BEFORE_COMMIT else after)
-    assert not (trial / "batch.pending").exists()
     assert check_index(Index(trial), full=True).ok
     # and the index stays usable: the delete again (or nothing left to delete), then an ingest
     run_cli("delete", "--index", str(trial), "--batch", "3", check=True)
