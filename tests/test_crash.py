@@ -53,6 +53,23 @@ def _killed_at(root, base, point: str, *command: str):
     return trial, state
 
 
+def _killed_after(trial, base, delay: float, before, after, *command: str) -> str:
+    """A copy of ``base`` at ``trial``, ``neardup COMMAND --index trial ...`` killed after ``delay``
+    seconds: which of ``before``/``after`` the reopened copy is (it must be one of them)."""
+    shutil.copytree(base, trial)
+    env = {**os.environ}
+    env.pop("NEARDUP_CRASH_AT", None)
+    code = "from neardup.cli.app import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, command[0], "--index", str(trial), *command[1:]], env=env,
+                            stdout=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    state = snapshot(trial)
+    assert state in (before, after), f"kill after {delay}s left a state that is neither before nor after"
+    return "after" if state == after else "before"
+
+
 @pytest.mark.parametrize("point", POINTS)
 def test_kill_at_each_point(states, point):
     root, base, before, after = states
@@ -76,18 +93,7 @@ def test_kill_at_random_times(tmp_path):
     after = snapshot(ref)
     outcomes = []
     for k, delay in enumerate([0.3, 0.9, 1.5, 2.5, 4.0]):
-        trial = tmp_path / f"t{k}"
-        shutil.copytree(base, trial)
-        code = "from neardup.cli.app import main; main()"
-        env = {**os.environ}
-        env.pop("NEARDUP_CRASH_AT", None)
-        proc = subprocess.Popen([sys.executable, "-c", code, "ingest", "-q", "--index", str(trial), str(big)], env=env)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        state = snapshot(trial)
-        assert state in (before, after), f"kill after {delay}s left a state that is neither before nor after"
-        outcomes.append("after" if state == after else "before")
+        outcomes.append(_killed_after(tmp_path / f"t{k}", base, delay, before, after, "ingest", "-q", str(big)))
     # the early kills land mid-batch (the batch takes seconds); the late ones may land after it
     assert outcomes[0] == "before", outcomes
 
@@ -213,18 +219,6 @@ def test_kill_a_delete_at_random_times(tmp_path):
     after = snapshot(ref)
     outcomes = []
     for k, delay in enumerate([0.3, 1.0, 2.0, 3.5]):
-        trial = tmp_path / f"t{k}"
-        shutil.copytree(base, trial)
-        code = "from neardup.cli.app import main; main()"
-        env = {**os.environ}
-        env.pop("NEARDUP_CRASH_AT", None)
-        proc = subprocess.Popen([sys.executable, "-c", code, "delete", "--index", str(trial), "--batch", "2"], env=env,
-                                stdout=subprocess.DEVNULL)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        state = snapshot(trial)
-        assert state in (before, after), f"kill after {delay}s left a state that is neither before nor after"
-        outcomes.append("after" if state == after else "before")
+        outcomes.append(_killed_after(tmp_path / f"t{k}", base, delay, before, after, "delete", "--batch", "2"))
     # the delete takes seconds (about 3 on a quiet machine): the first kill lands before its commit
     assert outcomes[0] == "before", outcomes
