@@ -214,3 +214,13 @@ def test_postings_of_an_older_release_are_re_derived_in_todays_layout(tmp_path):
     got = snapshot(idx.path)["postings"]
     assert OLD_LAYOUT_TABLE not in got and VALUES_TABLE in got
     assert got == want
+
+
+def test_catalog_connections_never_draw_duckdbs_progress_bar(tmp_path, index_dir):
+    """A long query would otherwise draw DuckDB's own bar on stderr, through ``-q`` and into logs."""
+    ingest(Index(index_dir), str(write_jsonl(tmp_path / "a.jsonl", [{"url": "u1", "text": words_text(40, 1)}])))
+    idx = Index(index_dir)
+    with idx.reader() as con:
+        assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0] is False
+    with idx.writer() as w:
+        assert w.con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0] is False

@@ -20,7 +20,9 @@ def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.Du
     """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it, a damaged
     file ``CatalogDamaged``, a file that cannot be opened a ``StorageError`` (``neardup.storage``)."""
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only)
+        con.execute("SET enable_progress_bar = false")  # not drawn on stderr by a long query: the CLI has its own, -q is quiet
+        return con
     except duckdb.Error as exc:
         msg = str(exc)
         if isinstance(exc, duckdb.IOException) and ("Could not set lock" in msg or "Conflicting lock" in msg):
