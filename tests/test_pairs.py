@@ -94,6 +94,60 @@ def test_simhash_tables_catch_every_pair_within_the_budget(bits, x, data):
     assert (kx == ky).any()
 
 
+def _near_simhashes(data, n_max: int) -> list[int]:
+    """Simhashes in a few families (a base with up to 9 bits flipped), so pairs fall on both sides of any budget."""
+    bases = data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=4))
+    out = []
+    for _ in range(data.draw(st.integers(1, n_max))):
+        v = data.draw(st.sampled_from(bases))
+        for f in data.draw(st.sets(st.integers(0, 63), max_size=9)):
+            v ^= 1 << f
+        out.append(v)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 7), st.data())
+def test_simhash_scan_finds_exactly_the_pairs_within_the_budget(bits, data):
+    """The scanned tables (``pairs.simhash``) against brute force: older documents read in steps
+    and candidates expanded in slices as small as one, a pair agreeing on several tables kept once."""
+    from neardup.pairs import simhash as scan
+
+    values = _near_simhashes(data, 40)
+    lo = data.draw(st.integers(1, len(values) + 1))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE fp_simhash (doc_id BIGINT, simhash UBIGINT)")
+    con.executemany("INSERT INTO fp_simhash VALUES (?, ?)", [[i + 1, v] for i, v in enumerate(values)])
+    hi = len(values)
+    a, b, sim = scan.scan_pairs(con, "simhash", lo, hi, bits, budget=data.draw(st.sampled_from([1, 5, 10**6])),
+                               step=data.draw(st.sampled_from([1, 3, scan.OLD_STEP])))
+    got = {(x, y): v for x, y, v in zip(a.tolist(), b.tolist(), sim.tolist())}
+    assert len(got) == a.size  # each pair once
+    want = {(i, j): 1 - bin(values[i - 1] ^ values[j - 1]).count("1") / 64
+            for j in range(lo, hi + 1) for i in range(1, j) if bin(values[i - 1] ^ values[j - 1]).count("1") <= bits}
+    assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("ratio", [0, 10**9])
+def test_simhash_pairs_by_postings_and_by_scan_are_the_same(tmp_path, monkeypatch, ratio):
+    """A batch's simhash pairs come from the postings (tiny batches) or from scanning (the rest):
+    forced one way or the other, every batch split gives the brute-force pairs."""
+    from neardup.pairs import simhash as scan
+
+    monkeypatch.setattr(scan, "SCAN_RATIO", ratio)
+    recs = corpus(n_base=8, variants=3, seed=11)
+    s = Settings(methods=("shingles", "minhash", "simhash", "simhash_hp"), pairs=("jaccard", "simhash", "simhash_hp"), simhash_bits=5)
+    idx = Index(tmp_path / "i")
+    for k in range(0, len(recs), 6):
+        ingest(idx, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + 6])), create_with=s)
+    with idx.reader() as con:
+        for m in ("simhash", "simhash_hp"):
+            h = dict(con.execute(f"SELECT doc_id, simhash FROM fp_{m}").fetchall())
+            docs = sorted(h)
+            want = {(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :] if bin(h[a] ^ h[b]).count("1") <= 5}
+            assert want and set(found(con, m)) == want
+
+
 @given(st.lists(st.sets(st.integers(0, 30), max_size=12), max_size=14), st.sampled_from([0.3, 0.5, 0.8, 1.0]))
 def test_exact_all_pairs_equals_brute_force(sets, t):
     arrs = [np.array(sorted(s), dtype=np.int64) for s in sets]

@@ -15,6 +15,7 @@ from ..sqlfiles import query
 from .chains import _a12_pairs, _chain_pairs
 from .groups import KeyGroups
 from .keys import candidate_postings, pair_methods, simhash_plan
+from .simhash import scan_pairs, use_scan
 from .values import ValueCache, _fetch
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
@@ -69,6 +70,10 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     whole = [m for m in methods if m in _WHOLE_BATCH or (m in ("simhash", "simhash_hp") and simhash_plan(settings.simhash_bits) is None)]
     for m in whole:
         found[m].append(_whole_batch_pairs(con, m, keys, lo, hi, postings, settings, timed))
+    for m in methods:  # simhash tables of a batch that is not tiny against the index: scanned (pairs.simhash)
+        if m in ("simhash", "simhash_hp") and m not in whole and use_scan(hi - lo + 1, _older(con, m, lo)):
+            found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
+            whole.append(m)
     keyed = [m for m in methods if m not in whole]
     groups: dict[str, KeyGroups] = {}
     values = ValueCache()
@@ -122,6 +127,10 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
         timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
     return counts
+
+
+def _older(con, m: str, lo: int) -> int:
+    return con.sql(f"SELECT count(*) FROM fp_{m} WHERE doc_id < ?", params=[lo]).fetchall()[0][0]
 
 
 def _verify(con, m: str, cand, postings, lo: int, settings: Settings,

@@ -1,0 +1,160 @@
+"""Simhash pairs of a big batch by scanning: the permuted tables sorted in memory.
+
+The keyed path (``find_batch_pairs`` over the ``simhash_tables`` postings)
+looks up each new document's table keys and reads every holder's simhash
+back. On a site whose pages share a frame, the frame dominates the bit sums,
+so thousands of pages agree on a table's blocks while differing in more than
+``bits`` bits: the candidates grow with the index, and each costs a posting
+entry and a value read. Here a batch's own simhashes are sorted once per table
+(on the table's masked bits, ``simhash_plan``), and the older documents'
+simhashes are streamed from the catalog in steps of ``OLD_STEP`` documents and
+matched by binary search; every candidate is then one XOR and a popcount of
+two values already in memory. The candidates are the same (equal masked
+bits is equal key), so the pairs are the same; a pair that agrees on several
+tables is kept from the first of them only.
+
+The cost is one pass over the older simhashes (8 bytes each, read in steps)
+plus the candidates, with no posting lookups: cheaper than the keyed path
+once a batch is not tiny against the index (``use_scan``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .groups import _within
+from .keys import simhash_plan
+
+#: older documents read from the catalog per step (16 bytes each, plus their matches)
+OLD_STEP = 1 << 20
+#: a batch of n documents is scanned when n * SCAN_RATIO >= the documents older than it
+SCAN_RATIO = 16
+
+
+def table_masks(bits: int) -> list[np.uint64]:
+    """The bits each table of ``simhash_plan(bits)`` keys on, as a 64-bit mask."""
+    plan = simhash_plan(bits)
+    assert plan is not None
+    blocks, tables = plan
+    out = []
+    for chosen in tables:
+        mask = 0
+        for b in chosen:
+            shift, width = blocks[b]
+            mask |= ((1 << width) - 1) << shift
+        out.append(np.uint64(mask))
+    return out
+
+
+def use_scan(n_new: int, n_old: int) -> bool:
+    """Whether a batch of ``n_new`` documents against ``n_old`` older ones is paired by scanning."""
+    return n_new > 0 and n_new * SCAN_RATIO >= n_old
+
+
+def _first_table(x: np.ndarray, masks: list[np.uint64], t: int) -> np.ndarray:
+    """For XORs ``x`` of pairs that agree on table ``t``: whether no earlier table agrees too."""
+    keep = np.ones(x.size, dtype=bool)
+    for s in range(t):
+        keep &= (x & masks[s]) != 0
+    return keep
+
+
+def _slices(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of ``counts`` whose sums stay near ``budget`` (a single element may exceed it)."""
+    if counts.size == 0:
+        return []
+    ends = np.cumsum(counts)
+    out, start = [], 0
+    while start < counts.size:
+        base = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, base + budget, side="right"))
+        stop = max(stop, start + 1)
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+class _Sorted:
+    """A batch's simhashes sorted on each table's masked bits (stable: ids ascend within a key)."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray, masks: list[np.uint64]):
+        self.ids, self.values, self.masks = ids, values, masks
+        self.order, self.keys = [], []
+        for m in masks:
+            k = values & m
+            o = np.argsort(k, kind="stable")
+            self.order.append(o)
+            self.keys.append(k[o])
+
+
+def _keep(oa, ob, va, vb, bits, masks, t):
+    x = va ^ vb
+    d = np.bitwise_count(x).astype(np.int64)
+    ok = d <= bits
+    ok[ok] = _first_table(x[ok], masks, t)
+    return oa[ok], ob[ok], d[ok]
+
+
+def _within_batch(s: _Sorted, bits: int, budget: int, out: list) -> None:
+    for t, m in enumerate(s.masks):
+        k, o = s.keys[t], s.order[t]
+        if k.size < 2:
+            continue
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        size = np.diff(np.r_[starts, k.size])
+        group_start = np.repeat(starts, size)
+        rep = np.arange(k.size) - group_start  # earlier members of each element's key group
+        for a0, a1 in _slices(rep, budget):
+            r = rep[a0:a1]
+            if not r.any():
+                continue
+            later = np.repeat(np.arange(a0, a1), r)
+            earlier = np.repeat(group_start[a0:a1], r) + _within(r)
+            ia, ib = o[earlier], o[later]
+            out.append(_keep(s.ids[ia], s.ids[ib], s.values[ia], s.values[ib], bits, s.masks, t))
+
+
+def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: int, budget: int, out: list) -> None:
+    for t, m in enumerate(s.masks):
+        k, o = s.keys[t], s.order[t]
+        ok = old_values & m
+        left = np.searchsorted(k, ok, side="left")
+        cnt = np.searchsorted(k, ok, side="right") - left
+        hit = np.flatnonzero(cnt)
+        if hit.size == 0:
+            continue
+        cnt_hit, left_hit = cnt[hit], left[hit]
+        for a0, a1 in _slices(cnt_hit, budget):
+            r = cnt_hit[a0:a1]
+            old_pos = np.repeat(hit[a0:a1], r)
+            new_pos = o[np.repeat(left_hit[a0:a1], r) + _within(r)]
+            out.append(_keep(old_ids[old_pos], s.ids[new_pos], old_values[old_pos], s.values[new_pos], bits, s.masks, t))
+
+
+def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
+               timed=None, step: int = OLD_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(doc_a, doc_b, similarity)`` of every pair within ``bits`` bits with ``doc_b`` in
+    ``lo..hi`` and ``doc_a`` any earlier document of the catalog's ``fp_<method>`` (read ``step`` ids at a time;
+    ``budget``: candidates expanded at once)."""
+    timed = timed or (lambda fn, *a: fn(*a))
+    masks = table_masks(bits)
+    table = f"fp_{method}"
+
+    def read(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        t = con.sql(f"SELECT doc_id, simhash FROM {table} WHERE doc_id >= ? AND doc_id <= ? ORDER BY doc_id",
+                    params=[a, b]).to_arrow_table()
+        return t.column("doc_id").to_numpy().astype(np.int64), t.column("simhash").to_numpy().astype(np.uint64)
+
+    ids, values = read(lo, hi)
+    found: list = []
+    if ids.size:
+        s = timed(_Sorted, ids, values, masks)
+        timed(_within_batch, s, bits, budget, found)
+        for start in range(0, lo, step):
+            old_ids, old_values = read(start, min(start + step, lo) - 1)
+            if old_ids.size:
+                timed(_against_old, s, old_ids, old_values, bits, budget, found)
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+    a, b, d = (np.concatenate(c) for c in zip(*found))
+    return a, b, 1.0 - d / 64.0
