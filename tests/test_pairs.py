@@ -148,6 +148,32 @@ def test_simhash_pairs_by_postings_and_by_scan_are_the_same(tmp_path, monkeypatc
             assert want and set(found(con, m)) == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(8, 40), st.integers(0, 40), st.data())
+def test_agreement_filter_keeps_every_pair_the_full_values_keep(perms, need, data):
+    """The filter compares the signatures' low bytes: never fewer agreements than the full values
+    have, so every pair agreeing on ``need`` full values passes, and it passes exactly the pairs
+    whose low bytes agree on ``need`` positions."""
+    need = min(need, perms)
+    n = data.draw(st.integers(2, 8))
+    base = data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=perms, max_size=perms))
+    sigs = []
+    for _ in range(n):  # variants of one signature, some values changed only above their low byte
+        sig = list(base)
+        for j in data.draw(st.sets(st.integers(0, perms - 1))):
+            sig[j] ^= data.draw(st.sampled_from([1 << 8, 1 << 40, 0xFF, 1]))
+        sigs.append(sig)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE fp_minhash (doc_id BIGINT, signature UBIGINT[])")
+    con.executemany("INSERT INTO fp_minhash VALUES (?, ?)", [[i, s_] for i, s_ in enumerate(sigs)])
+    a, b = (np.array(x, np.int64) for x in zip(*[(i, j) for i in range(n) for j in range(i + 1, n)]))
+    got = pairs.agree_enough(con, a, b, perms, need)
+    low = np.array([sum((x & 0xFF) == (y & 0xFF) for x, y in zip(sigs[i], sigs[j])) >= need for i, j in zip(a, b)])
+    full = np.array([sum(x == y for x, y in zip(sigs[i], sigs[j])) >= need for i, j in zip(a, b)])
+    assert (got == low).all()
+    assert got[full].all()
+
+
 @given(st.lists(st.sets(st.integers(0, 30), max_size=12), max_size=14), st.sampled_from([0.3, 0.5, 0.8, 1.0]))
 def test_exact_all_pairs_equals_brute_force(sets, t):
     arrs = [np.array(sorted(s), dtype=np.int64) for s in sets]
