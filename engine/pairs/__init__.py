@@ -18,7 +18,10 @@ partners by lookups, not by scanning):
   simhashes within ``n`` bits agree on every block of at least one table
   (pigeonhole). Exact for ``n <= 7``; beyond that the keys get too short, and
   report 002's length window (word counts within +-20%) is searched in SQL:
-  exact inside the window, pairs outside it are not looked for.
+  exact inside the window, pairs outside it are not looked for. A batch that
+  is not tiny against the index matches the same tables by scanning instead
+  (``pairs.simhash``: its simhashes sorted per table in memory, the older
+  ones streamed from the catalog), with the same pairs.
 * ``bottomk``: prefix filtering on the sorted sketches: a pair whose Broder
   estimate reaches the threshold shares one of the first
   ``len - ceil(t * len) + 1`` values of each sketch.
