@@ -40,8 +40,13 @@ _RECENT_PREFIX = "v2r/"
 _VAL_PREFIX = "v2val/"
 #: table-name prefix of value tables in ``apply_batch``'s argument
 VALUES = "val:"
-#: keys looked up per read transaction; the mapped pages are released after each slice
-LOOKUP_SLICE = 16384
+#: keys looked up per read transaction; the mapped pages are released after each slice. Each random
+#: read maps the page cache's pages around it too (the kernel's fault-around: 64 KB a fault, whatever
+#: the madvise), so a slice of 16,384 shingle sets of a million-document index kept 1.3 GB of the
+#: file mapped until its release
+LOOKUP_SLICE = 4096
+#: values (one document's shingle set, signature or sketch each) read per transaction, likewise
+VALUE_SLICE = 2048
 #: records written by one ``putmulti`` before the mapped pages are released
 PUT_RUN = 1 << 14
 _MADV_DONTNEED = 4
@@ -358,9 +363,9 @@ class LmdbPostings(Postings):
         kb = ids.astype(_KEY_DTYPE).tobytes()
         want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
         out = {}
-        for s in range(0, len(want), LOOKUP_SLICE):
+        for s in range(0, len(want), VALUE_SLICE):
             with self.env.begin(db=db) as txn:
-                out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + LOOKUP_SLICE]))
+                out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + VALUE_SLICE]))
             self._release()
         return out
 
@@ -372,9 +377,9 @@ class LmdbPostings(Postings):
         kb = ids.astype(_KEY_DTYPE).tobytes()
         want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
         keys, vals = [], []
-        for s in range(0, len(want), LOOKUP_SLICE):
+        for s in range(0, len(want), VALUE_SLICE):
             with self.env.begin(db=db) as txn:
-                got = txn.cursor().getmulti(want[s : s + LOOKUP_SLICE])
+                got = txn.cursor().getmulti(want[s : s + VALUE_SLICE])
                 if got:
                     k, v = zip(*got)
                     keys.append(b"".join(k))
