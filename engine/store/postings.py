@@ -47,6 +47,8 @@ VALUES = "val:"
 LOOKUP_SLICE = 4096
 #: values (one document's shingle set, signature or sketch each) read per transaction, likewise
 VALUE_SLICE = 2048
+#: keys or values read between two releases of the mapped pages (smaller reads add up to it)
+RELEASE_AFTER = 2048
 #: records written by one ``putmulti`` before the mapped pages are released
 PUT_RUN = 1 << 14
 _MADV_DONTNEED = 4
@@ -261,6 +263,7 @@ class LmdbPostings(Postings):
         if not readonly:
             self.path.mkdir(parents=True, exist_ok=True)
         self.readonly = readonly
+        self._unreleased = 0  # keys or values read since the mapped pages were last released
         self.env = lmdb.open(
             str(self.path),
             map_size=self.INITIAL_MAP,
@@ -328,7 +331,7 @@ class LmdbPostings(Postings):
                         if rec.size:
                             kk.append(rec[0::2].astype(np.uint64))
                             vv.append(rec[1::2].astype(np.uint64))
-                    self._release()
+                    self._read(min(LOOKUP_SLICE, len(want) - s))
                 levels += len(kk) > had
                 continue
             with self.env.begin(db=db) as txn:
@@ -366,7 +369,7 @@ class LmdbPostings(Postings):
         for s in range(0, len(want), VALUE_SLICE):
             with self.env.begin(db=db) as txn:
                 out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + VALUE_SLICE]))
-            self._release()
+            self._read(min(VALUE_SLICE, len(want) - s))
         return out
 
     def get_fixed(self, table, ids, width):
@@ -384,17 +387,26 @@ class LmdbPostings(Postings):
                     k, v = zip(*got)
                     keys.append(b"".join(k))
                     vals.append(b"".join(v))
-            self._release()
+            self._read(min(VALUE_SLICE, len(want) - s))
         found = np.frombuffer(b"".join(keys), dtype=_KEY_DTYPE).astype(np.int64)
         rows = np.frombuffer(b"".join(vals), dtype=np.uint8)
         if rows.size != found.size * width:
             raise ValueError(f"value table {table}: values are not all {width} bytes")
         return found, rows.reshape(found.size, width)
 
+    def _read(self, n: int) -> None:
+        """``n`` keys or values were just read: release the mapped pages once ``RELEASE_AFTER`` have
+        been read since the last release (a tiny lookup, such as one query document's, then costs
+        no scan of the process's memory map, and what stays mapped is still bounded)."""
+        self._unreleased += n
+        if self._unreleased >= RELEASE_AFTER:
+            self._release()
+
     def _release(self) -> None:
         """Unmap the environment's pages from this process (they stay in the page cache): every
         page a lookup reads is mapped, with its neighbours, and would otherwise count as this
         process's resident memory until the end, however large the index."""
+        self._unreleased = 0
         if _madvise is None:
             return
         target = str((self.path / "data.mdb").resolve())
