@@ -620,10 +620,12 @@ def backup(
             raise typer.Exit(r.check.exit_code)
 
 
+from .build import register as register_build  # noqa: E402
 from .delete import register as register_delete  # noqa: E402
 from .export import register as register_export  # noqa: E402
 from .query import register as _register_query  # noqa: E402
 
+register_build(app)
 register_delete(app)
 register_export(app)
 _register_query(app)

@@ -1,0 +1,386 @@
+"""The stages of a distributed build, each a function of one partition and the settings.
+
+No stage imports Dask: each reads its inputs from the build folder (or takes a
+pandas frame of one shuffled partition) and writes or returns Arrow/pandas
+tables; ``neardup.distributed.run`` decides where they run. The work they do
+is the local ingest's own: ``readers.read_input``, ``ingest.extract_html`` and
+``ingest.prepare`` for text and fingerprints, ``pairs.band_keys`` and
+``pairs.simhash_keys`` for candidate keys, ``pairs.set_jaccard`` and
+``pairs.low_byte_agreements`` for verification.
+
+Partition ``p`` is the ``p``-th input in sorted order; it becomes batch
+``p + 1`` (what a local ingest of the same inputs, one after the other, into a
+new index calls it, as long as each input is one batch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..ingest import extract_html, prepare
+from ..pairs import EMPTY, band_keys, low_byte_agreements, lsh_params, set_jaccard, simhash_keys
+from ..pairs.groups import _within
+from ..readers import ReadOptions, Reject, read_input
+from ..settings import Settings
+
+#: file name of partition ``p`` in a stage's folder
+PART = "part-{:05d}.parquet"
+#: the build's scratch folder (removed when the build succeeds)
+WORK = "_work"
+
+DOCUMENT_COLUMNS = ("doc_id", "url", "source", "record", "batch_id", "version", "is_latest", "n_words", "n_sentences",
+                    "n_bytes", "content_hash", "text", "content", "main_text")
+DOCUMENT_SCHEMA = pa.schema([("doc_id", pa.int64()), ("url", pa.string()), ("source", pa.string()), ("record", pa.string()),
+                             ("batch_id", pa.int32()), ("version", pa.int32()), ("is_latest", pa.bool_()), ("n_words", pa.int32()),
+                             ("n_sentences", pa.int32()), ("n_bytes", pa.int32()), ("content_hash", pa.uint64()),
+                             ("text", pa.large_string()), ("content", pa.string()), ("main_text", pa.large_string())])
+REJECT_SCHEMA = pa.schema([("batch_id", pa.int32()), ("source", pa.string()), ("record", pa.string()), ("reason", pa.string())])
+
+
+def part_path(root: str | Path, stage: str, p: int) -> Path:
+    return Path(root) / stage / PART.format(p)
+
+
+@dataclass
+class ReadStats:
+    """What reading one partition found (small: gathered to the client)."""
+
+    part: int
+    source: str
+    n_records: int = 0  # prepared records (documents before the url versions are decided)
+    n_rejected: int = 0
+    n_skipped: int = 0
+    n_bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# -- stage 1: read + prepare ---------------------------------------------------
+
+
+def read_partition(p: int, path: str, root: str, settings: Settings, opts: ReadOptions | None = None) -> ReadStats:
+    """Read input ``path`` and prepare its records exactly as a local ingest does (``extract_html``,
+    ``prepare``), chunk by chunk: memory is one chunk's. Writes ``_work/prepared/part-p`` (the
+    prepared rows, numbered by ``seq`` in input order) and ``rejects/part-p``."""
+    stats = ReadStats(part=p, source=path)
+    rejects: list[Reject] = []
+    writer: pq.ParquetWriter | None = None
+    target = part_path(root, f"{WORK}/prepared", p)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        for chunk in read_input(path, opts or ReadOptions()):
+            chunk = extract_html(chunk, settings.content)
+            stats.n_skipped += chunk.n_skipped
+            stats.n_bytes += chunk.n_bytes_read
+            rejects.extend(chunk.rejects)
+            if not chunk.batch.num_rows:
+                continue
+            prepared = prepare(chunk.batch, settings)
+            rejects.extend(prepared.rejects)
+            t = prepared.table.drop_columns(["_row"])
+            if not t.num_rows:
+                continue
+            t = t.append_column("seq", pa.array(np.arange(stats.n_records, stats.n_records + t.num_rows), pa.int64()))
+            if writer is None:
+                writer = pq.ParquetWriter(target, t.schema)
+            writer.write_table(t.cast(writer.schema))
+            stats.n_records += t.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    stats.n_rejected = len(rejects)
+    if rejects:
+        r = pa.table({
+            "batch_id": pa.array([p + 1] * len(rejects), pa.int32()),
+            "source": [x.source for x in rejects], "record": [x.record for x in rejects], "reason": [x.reason for x in rejects],
+        }, schema=REJECT_SCHEMA)
+        out = part_path(root, "rejects", p)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(r, out)
+    return stats
+
+
+# -- stage 2: url versions -----------------------------------------------------
+
+URL_META = pd.DataFrame({"url": pd.Series([], dtype=object), "content_hash": pd.Series([], dtype="uint64"),
+                         "part": pd.Series([], dtype="int32"), "seq": pd.Series([], dtype="int64")})
+VERSION_META = pd.DataFrame({"part": pd.Series([], dtype="int32"), "seq": pd.Series([], dtype="int64"),
+                             "keep": pd.Series([], dtype=bool), "version": pd.Series([], dtype="int32"),
+                             "is_latest": pd.Series([], dtype=bool)})
+
+
+def load_urls(p: int, root: str) -> pd.DataFrame:
+    """``(url, content_hash, part, seq)`` of partition ``p``'s prepared records."""
+    t = pq.read_table(part_path(root, f"{WORK}/prepared", p), columns=["url", "content_hash", "seq"])
+    return pd.DataFrame({
+        "url": np.asarray(t.column("url").to_pylist(), dtype=object),
+        "content_hash": t.column("content_hash").to_numpy(),
+        "part": np.full(t.num_rows, p, dtype=np.int32),
+        "seq": t.column("seq").to_numpy(),
+    })
+
+
+def decide_versions(df: pd.DataFrame) -> pd.DataFrame:
+    """The local ingest's url rule over every record of some urls (all of each url's records,
+    as a shuffle by url brings them): in input order ``(part, seq)``, a record whose url
+    already has a version with the same content hash is unchanged (not kept); the others are
+    versions 1, 2, ... of their url, the last one latest."""
+    if df.empty:
+        return VERSION_META.copy()
+    df = df.sort_values(["url", "part", "seq"], kind="stable")
+    keep = ~df.duplicated(["url", "content_hash"], keep="first").to_numpy()
+    version = np.zeros(len(df), dtype=np.int32)
+    latest = np.zeros(len(df), dtype=bool)
+    kept = df[keep]
+    version[keep] = kept.groupby("url", sort=False).cumcount().to_numpy() + 1
+    latest[keep] = ~kept.duplicated("url", keep="last").to_numpy()
+    return pd.DataFrame({"part": df["part"].to_numpy(np.int32), "seq": df["seq"].to_numpy(np.int64), "keep": keep,
+                         "version": version, "is_latest": latest})
+
+
+# -- stage 3: documents and fingerprints ---------------------------------------
+
+
+def write_versions(df: pd.DataFrame, root: str) -> pd.DataFrame:
+    """Write the url decisions of the partitions a shuffle by ``part`` brought here, one file
+    per partition (``_work/versions/part-p``), for ``write_documents`` to read."""
+    for p, rows in df.groupby("part", sort=True):
+        _write(pa.Table.from_pandas(rows.reset_index(drop=True), preserve_index=False), root, f"{WORK}/versions", int(p))
+    return pd.DataFrame({"rows": [len(df)]})
+
+
+def write_documents(p: int, first_id: int, root: str, settings: Settings) -> int:
+    """Give partition ``p``'s kept records their doc ids (``first_id`` on, in input order) and
+    write ``documents/part-p``, ``fp_<method>/part-p`` and the verification values
+    ``_work/values/part-p`` (each document's shingle set and min-hash low bytes). Returns the
+    documents written."""
+    t = pq.read_table(part_path(root, f"{WORK}/prepared", p))
+    v = pq.read_table(part_path(root, f"{WORK}/versions", p)).to_pandas().sort_values("seq")
+    if len(v) != t.num_rows or not np.array_equal(v["seq"].to_numpy(), t.column("seq").to_numpy()):
+        raise RuntimeError(f"partition {p}: the url versions do not cover its records")
+    keep = v["keep"].to_numpy(bool)
+    n = int(keep.sum())
+    if n == 0:
+        return 0
+    t = t.filter(pa.array(keep))
+    cols = {
+        "doc_id": pa.array(np.arange(first_id, first_id + n), pa.int64()),
+        "batch_id": pa.array(np.full(n, p + 1), pa.int32()),
+        "version": pa.array(v["version"].to_numpy()[keep], pa.int32()),
+        "is_latest": pa.array(v["is_latest"].to_numpy()[keep]),
+    }
+    docs = pa.table({c: cols[c] if c in cols else t.column(c) for c in DOCUMENT_COLUMNS}).cast(DOCUMENT_SCHEMA)
+    _write(docs, root, "documents", p)
+    by_method: dict[str, dict[str, pa.ChunkedArray]] = {}
+    for name in t.column_names:
+        if "." in name:
+            method, col = name.split(".", 1)
+            by_method.setdefault(method, {})[col] = t.column(name)
+    for method, fp in by_method.items():
+        _write(pa.table({"doc_id": cols["doc_id"], **fp}), root, f"fp_{method}", p)
+    if "jaccard" in settings.pairs:
+        sig = _signatures(t.column("minhash.signature"), settings.minhash_perms)
+        low = (sig & np.uint64(0xFF)).astype(np.uint8)
+        _write(pa.table({
+            "doc_id": cols["doc_id"],
+            "shingles": pc.cast(t.column("shingles.hashes"), pa.binary()),
+            "low": pa.array([row.tobytes() for row in low], pa.binary()),
+        }), root, f"{WORK}/values", p)
+    return n
+
+
+def _write(t: pa.Table, root: str, stage: str, p: int) -> None:
+    path = part_path(root, stage, p)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(t, path)
+
+
+def _signatures(col: pa.ChunkedArray, perms: int) -> np.ndarray:
+    col = col.combine_chunks()
+    return col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64).reshape(len(col), perms)
+
+
+# -- stage 4: candidate keys ----------------------------------------------------
+
+KEY_META = pd.DataFrame({"key": pd.Series([], dtype="uint64"), "doc_id": pd.Series([], dtype="int64")})
+SIMHASH_KEY_META = pd.DataFrame({"key": pd.Series([], dtype="uint64"), "doc_id": pd.Series([], dtype="int64"),
+                                 "simhash": pd.Series([], dtype="uint64")})
+PAIR_META = pd.DataFrame({"doc_a": pd.Series([], dtype="int64"), "doc_b": pd.Series([], dtype="int64")})
+SIMILAR_META = pd.DataFrame({"doc_a": pd.Series([], dtype="int64"), "doc_b": pd.Series([], dtype="int64"),
+                             "similarity": pd.Series([], dtype="float64")})
+
+
+def lsh_keys(p: int, root: str, settings: Settings) -> pd.DataFrame:
+    """``(key, doc_id)``: the LSH band keys of partition ``p``'s documents, as the local ingest
+    posts them (``pairs.candidate_postings``: a signature holding an empty value gets none)."""
+    t = pq.read_table(part_path(root, "fp_minhash", p))
+    ids = t.column("doc_id").to_numpy()
+    sig = _signatures(t.column("signature"), settings.minhash_perms)
+    bands, rows = lsh_params(settings.threshold, settings.minhash_perms)
+    keys = band_keys(sig, bands, rows)
+    ok = ~(sig == EMPTY).any(axis=1)
+    return pd.DataFrame({"key": keys[ok].ravel(), "doc_id": np.repeat(ids[ok], bands).astype(np.int64)})
+
+
+def table_keys(p: int, root: str, method: str, bits: int) -> pd.DataFrame:
+    """``(key, doc_id, simhash)``: the simhash table keys of partition ``p``'s documents
+    (``pairs.simhash_keys``), each with its document's simhash, which travels with it."""
+    t = pq.read_table(part_path(root, f"fp_{method}", p))
+    ids = t.column("doc_id").to_numpy().astype(np.int64)
+    h = t.column("simhash").to_numpy().astype(np.uint64)
+    keys = simhash_keys(h, bits)
+    return pd.DataFrame({"key": keys.ravel(), "doc_id": np.repeat(ids, keys.shape[1]),
+                         "simhash": np.repeat(h, keys.shape[1])})
+
+
+def _group_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(i, j)`` into the rows sorted by ``(key, doc)`` of every two rows with equal
+    keys, ``i`` before ``j``; and that order."""
+    order = np.lexsort((docs, keys))
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
+    size = np.diff(np.r_[starts, k.size])
+    first = np.repeat(starts, size)
+    rep = np.arange(k.size) - first  # earlier rows of each row's key group
+    later = np.repeat(np.arange(k.size), rep)
+    earlier = np.repeat(first, rep) + _within(rep)
+    return order[earlier], order[later]
+
+
+def key_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The candidate pairs ``(doc_a < doc_b)`` of the documents sharing a key, for a partition
+    holding every row of its keys (after a shuffle by key); a pair may repeat."""
+    if df.empty:
+        return PAIR_META.copy()
+    docs = df["doc_id"].to_numpy(np.int64)
+    i, j = _group_pairs(df["key"].to_numpy(np.uint64), docs)
+    a, b = docs[i], docs[j]
+    ok = a != b
+    return pd.DataFrame({"doc_a": a[ok], "doc_b": b[ok]})
+
+
+def simhash_pairs(df: pd.DataFrame, bits: int) -> pd.DataFrame:
+    """The pairs within ``bits`` bits among documents sharing a table key (after a shuffle by key),
+    with similarity ``1 - distance / 64``; a pair may repeat (several tables)."""
+    if df.empty:
+        return SIMILAR_META.copy()
+    docs = df["doc_id"].to_numpy(np.int64)
+    h = df["simhash"].to_numpy(np.uint64)
+    i, j = _group_pairs(df["key"].to_numpy(np.uint64), docs)
+    d = np.bitwise_count(h[i] ^ h[j]).astype(np.int64)
+    ok = (docs[i] != docs[j]) & (d <= bits)
+    return pd.DataFrame({"doc_a": docs[i][ok], "doc_b": docs[j][ok], "similarity": 1.0 - d[ok] / 64.0})
+
+
+def distinct_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair, sorted (a partition holding every copy of its pairs: after a shuffle by pair)."""
+    return df.drop_duplicates(["doc_a", "doc_b"]).sort_values(["doc_a", "doc_b"], kind="stable").reset_index(drop=True)
+
+
+# -- stage 5: exact verification ------------------------------------------------
+
+
+def verify_jaccard(df: pd.DataFrame, threshold: float, perms: int, need: int) -> pd.DataFrame:
+    """The candidate pairs whose shingle sets have exact Jaccard >= ``threshold``, from rows
+    ``(doc_a, doc_b, shingles_a, low_a, shingles_b, low_b)`` that carry both partners' values:
+    first the min-hash agreement filter (``pairs.low_byte_agreements``, as the local
+    verification does), then the exact Jaccard (``pairs.set_jaccard``)."""
+    if df.empty:
+        return SIMILAR_META.copy()
+    n = len(df)
+    ra, rb = np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64)
+    low = np.frombuffer(b"".join([*df["low_a"], *df["low_b"]]), dtype=np.uint8).reshape(2 * n, perms)
+    ok = low_byte_agreements(low, ra, rb, need)
+    sub = df[ok]
+    m = len(sub)
+    sim = set_jaccard([*sub["shingles_a"], *sub["shingles_b"]], np.arange(m, dtype=np.int64),
+                      np.arange(m, 2 * m, dtype=np.int64), at_least=threshold)
+    keep = sim >= threshold - 1e-12
+    return pd.DataFrame({"doc_a": sub["doc_a"].to_numpy(np.int64)[keep], "doc_b": sub["doc_b"].to_numpy(np.int64)[keep],
+                         "similarity": np.asarray(sim, np.float64)[keep]})
+
+
+# -- outputs ----------------------------------------------------------------------
+
+
+def batch_of(doc_ids: np.ndarray, firsts: np.ndarray, batches: np.ndarray) -> np.ndarray:
+    """The batch of each doc id, from the first doc id of each batch that holds documents (ascending)."""
+    return batches[np.searchsorted(firsts, doc_ids, side="right") - 1].astype(np.int32)
+
+
+def duplicate_rows(df: pd.DataFrame, method: str, firsts: np.ndarray, batches: np.ndarray) -> pd.DataFrame:
+    """``duplicates`` rows of verified pairs: each pair belongs to the batch of its newer document."""
+    b = df["doc_b"].to_numpy(np.int64)
+    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64), "doc_b": b, "method": pd.Series([method] * len(df), dtype=object),
+                         "similarity": df["similarity"].to_numpy(np.float64), "batch_id": batch_of(b, firsts, batches)})
+
+
+def cluster_rows(df: pd.DataFrame, pair_method: str, firsts: np.ndarray, batches: np.ndarray) -> pd.DataFrame:
+    """``clusters`` rows of the components in a partition of ``(doc_id, label)`` holding every
+    member of its labels: the id and representative of a component are its smallest document,
+    its batch that of its newest (the batch a local ingest completes it in); ``support`` and
+    ``common`` are null, as in an index."""
+    g = df.groupby("label", sort=True)["doc_id"].agg(["size", "max"])
+    labels = g.index.to_numpy(np.int64)
+    n = len(labels)
+    return pd.DataFrame({
+        "cluster_id": labels, "method": pd.Series(["components"] * n, dtype=object), "size": g["size"].to_numpy(np.int32),
+        "params": pd.Series([json.dumps({"pairs": pair_method}, sort_keys=True)] * n, dtype=object),
+        "representative": labels, "truncated": np.zeros(n, dtype=bool),
+        "batch_id": batch_of(g["max"].to_numpy(np.int64), firsts, batches),
+    })
+
+
+DUPLICATE_SCHEMA = pa.schema([("doc_a", pa.int64()), ("doc_b", pa.int64()), ("method", pa.string()),
+                              ("similarity", pa.float64()), ("batch_id", pa.int32())])
+CLUSTER_SCHEMA = pa.schema([("cluster_id", pa.int64()), ("method", pa.string()), ("size", pa.int32()), ("support", pa.int32()),
+                            ("params", pa.string()), ("representative", pa.int64()), ("common", pa.list_(pa.uint64())),
+                            ("truncated", pa.bool_()), ("batch_id", pa.int32())])
+MEMBER_SCHEMA = pa.schema([("cluster_id", pa.int64()), ("doc_id", pa.int64())])
+COUNT_META = pd.DataFrame({"rows": pd.Series([], dtype="int64")})
+
+
+def write_frame(df: pd.DataFrame, root: str, stage: str, schema: pa.Schema, name: str = "part",
+                partition_info: dict | None = None) -> pd.DataFrame:
+    """Write partition ``i`` of a Dask dataframe as ``stage/<name>-i.parquet`` under ``schema`` (sorted by its
+    first columns, so the same input gives the same files); returns its row count. An empty
+    partition writes nothing."""
+    if df.empty:
+        return pd.DataFrame({"rows": [0]})
+    i = partition_info["number"] if partition_info else 0
+    df = df.sort_values(list(schema.names[:2]), kind="stable")
+    cols = {}
+    for f in schema:
+        if f.name in df.columns:
+            v = df[f.name]
+            cols[f.name] = pa.array(v.to_numpy(object) if v.hasnans else v.to_numpy(), f.type, from_pandas=True)
+        else:
+            cols[f.name] = pa.nulls(len(df), f.type)
+    path = Path(root) / stage / f"{name}-{i:05d}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(cols, schema=schema), path)
+    return pd.DataFrame({"rows": [len(df)]})
+
+
+#: the datasets every build folder holds, with their schemas (an empty one as one empty file)
+OUTPUTS = {"documents": DOCUMENT_SCHEMA, "duplicates": DUPLICATE_SCHEMA, "clusters": CLUSTER_SCHEMA,
+           "cluster_members": MEMBER_SCHEMA, "rejects": REJECT_SCHEMA}
+
+
+def complete_outputs(root: str) -> None:
+    """Write an empty file into each output dataset that got no rows, so that every one can be
+    read (``read_parquet('DIR/rejects/*.parquet')`` fails on a folder without files)."""
+    for stage, schema in OUTPUTS.items():
+        folder = Path(root) / stage
+        if not any(folder.glob("*.parquet")):
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(schema.empty_table(), folder / "empty.parquet")

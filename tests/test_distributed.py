@@ -1,0 +1,209 @@
+"""The distributed build (``neardup.distributed``, ``neardup build``) on a LocalCluster of 2 worker
+processes: the same documents, pairs and components as a local ingest of the same inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("dask.distributed")
+
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from neardup import Index, Settings  # noqa: E402
+from neardup.cli.app import app  # noqa: E402
+from neardup.distributed import build  # noqa: E402
+from neardup.distributed.components import components_reference, min_label_components  # noqa: E402
+from neardup.distributed.run import check_settings  # noqa: E402
+from neardup.errors import MissingExtra, OutputExists, SettingsMismatch  # noqa: E402
+from neardup.ingest import ingest  # noqa: E402
+
+from .conftest import FIXTURES, ROOT, write_jsonl  # noqa: E402
+
+FIXTURE_INPUTS = [FIXTURES / "crawl" / "sample.warc.gz", FIXTURES / "text" / "docs.jsonl", FIXTURES / "text" / "chain.jsonl"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            distributed.Client(lc) as c:
+        yield c
+
+
+def _local(index_dir: Path, inputs: list[Path], settings: Settings) -> dict:
+    """What a local ingest of ``inputs`` in sorted order holds."""
+    idx = Index(index_dir)
+    for p in sorted(str(Path(x).resolve()) for x in inputs):
+        ingest(idx, p, create_with=settings)
+    with idx.reader() as con:
+        return _tables(con, {t: t for t in ("documents", "duplicates", "clusters", "cluster_members", "rejects")})
+
+
+def _built(out: Path) -> dict:
+    con = duckdb.connect()
+    return _tables(con, {t: f"read_parquet('{out}/{t}/*.parquet')" for t in ("documents", "duplicates", "clusters", "cluster_members", "rejects")})
+
+
+def _tables(con, rel: dict) -> dict:
+    return {
+        "documents": set(con.execute(f"SELECT doc_id, url, source, record, batch_id, version, is_latest, n_words, content_hash, text "
+                                     f"FROM {rel['documents']}").fetchall()),
+        "pairs": set(con.execute(f"SELECT doc_a, doc_b, method, similarity, batch_id FROM {rel['duplicates']}").fetchall()),
+        "components": {(tuple(m), b, r) for m, b, r in con.execute(
+            f"SELECT list(m.doc_id ORDER BY m.doc_id), c.batch_id, c.representative FROM {rel['clusters']} c "
+            f"JOIN {rel['cluster_members']} m USING (cluster_id) WHERE c.method = 'components' GROUP BY ALL").fetchall()},
+        "rejects": set(con.execute(f"SELECT batch_id, source, record, reason FROM {rel['rejects']}").fetchall()),
+    }
+
+
+def _assert_same(built: dict, local: dict) -> None:
+    assert built["documents"] == local["documents"]
+    for method in ("jaccard", "simhash"):
+        b = {p for p in built["pairs"] if p[2] == method}
+        loc = {p for p in local["pairs"] if p[2] == method}
+        assert b == loc, (method, sorted(b - loc)[:5], sorted(loc - b)[:5])
+    assert built["pairs"] == local["pairs"]
+    assert built["components"] == local["components"]
+    assert built["rejects"] == local["rejects"]
+
+
+def test_fixtures_give_the_local_ingest_documents_pairs_and_components(client, tmp_path):
+    res = build([str(p) for p in FIXTURE_INPUTS], str(tmp_path / "out"), cluster=client)
+    local = _local(tmp_path / "idx", FIXTURE_INPUTS, Settings())
+    built = _built(tmp_path / "out")
+    # the fixtures hold near-duplicates of both kinds, components and a reject: the comparison has content
+    assert {m for _, _, m, _, _ in local["pairs"]} == {"jaccard", "simhash"}
+    assert len(local["components"]) > 5 and local["rejects"]
+    _assert_same(built, local)
+    assert res.pairs == {"jaccard": sum(p[2] == "jaccard" for p in local["pairs"]), "simhash": sum(p[2] == "simhash" for p in local["pairs"])}
+    assert res.not_built == ["concept"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert Settings.from_dict(manifest["settings"]) == Settings()
+    assert [i["batch_id"] for i in manifest["inputs"]] == [1, 2, 3]
+    assert not (tmp_path / "out" / "_work").exists()
+
+
+def _generated_inputs(folder: Path) -> list[Path]:
+    """The generated corpus cut into 4 partitions, and a fifth that crawls some urls again:
+    the same text (unchanged), an edited text (a new version, a near-duplicate of the old one),
+    and one url twice with two texts."""
+    lines = [json.loads(x) for x in (FIXTURES / "generated" / "corpus.jsonl").read_text().splitlines() if x.strip()]
+    folder.mkdir()
+    paths = []
+    cut = np.linspace(0, len(lines), 5).astype(int)
+    for i in range(4):
+        paths.append(write_jsonl(folder / f"part-{i}.jsonl", lines[cut[i]:cut[i + 1]]))
+    again = []
+    for r in lines[::15]:
+        again.append(r)  # unchanged
+        words = r["text"].split()
+        again.append({"url": r["url"], "text": " ".join(words[: len(words) - 3])})  # a new version
+    again.append({"url": "https://generated.example/again", "text": lines[3]["text"]})
+    again.append({"url": "https://generated.example/again", "text": lines[3]["text"] + " and a few more words here"})
+    paths.append(write_jsonl(folder / "part-9-recrawl.jsonl", again, compress="gz"))
+    return paths
+
+
+def test_a_generated_corpus_in_five_partitions_gives_the_local_results_every_run(client, tmp_path):
+    inputs = _generated_inputs(tmp_path / "in")
+    settings = Settings(threshold=0.7, simhash_bits=5)
+    build([str(p) for p in inputs], str(tmp_path / "out"), cluster=client, settings=settings)
+    local = _local(tmp_path / "idx", inputs, settings)
+    assert any(not d[6] for d in local["documents"]), "the recrawl makes older versions"
+    assert sum(p[2] == "jaccard" for p in local["pairs"]) > 20 and len(local["components"]) > 10
+    _assert_same(_built(tmp_path / "out"), local)
+    # the same inputs and settings through the CLI, on the same cluster by its address: the same files
+    r = CliRunner().invoke(app, ["build", *map(str, inputs), "--out", str(tmp_path / "again"), "--dask", client.scheduler.address,
+                                 "--threshold", "0.7", "--simhash-bits", "5"])
+    assert r.exit_code == 0, r.output
+    assert "not built by a distributed build yet: concept" in r.output
+    for table in ("documents", "fp_shingles", "fp_minhash", "fp_simhash", "duplicates", "clusters", "cluster_members", "rejects"):
+        first = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out" / table).glob("*.parquet"))
+        second = sorted(p.relative_to(tmp_path / "again") for p in (tmp_path / "again" / table).glob("*.parquet"))
+        assert first and first == second, table
+        for f in first:
+            a = pd.read_parquet(tmp_path / "out" / f)
+            b = pd.read_parquet(tmp_path / "again" / f)
+            pd.testing.assert_frame_equal(a, b)
+
+
+# -- min-label propagation against union-find --------------------------------------
+
+
+def _labels(client, a: list[int], b: list[int], npartitions: int = 3) -> tuple[dict[int, int], int]:
+    import dask.dataframe as dd
+
+    edges = dd.from_pandas(pd.DataFrame({"doc_a": np.array(a, np.int64), "doc_b": np.array(b, np.int64)}), npartitions=npartitions)
+    labels, rounds = min_label_components(edges)
+    df = labels.compute()
+    return dict(zip(df["node"].tolist(), df["label"].tolist())), rounds
+
+
+@pytest.mark.parametrize("case", ["chain", "star", "two components"])
+def test_min_label_propagation_finds_the_union_find_components(client, case):
+    if case == "chain":  # 1 - 2 - ... - 20, edges listed from the far end, so labels must travel the whole path
+        a, b = list(range(19, 0, -1)), list(range(20, 1, -1))
+    elif case == "star":  # centre 9 holds a larger id than most leaves
+        a, b = [1, 2, 3, 9, 9, 9], [9, 9, 9, 12, 15, 20]
+    else:  # a cycle 5-7-11-5 and a path 2-30-8, with ids interleaved
+        a, b = [5, 7, 5, 2, 8], [7, 11, 11, 30, 30]
+    got, rounds = _labels(client, a, b)
+    assert got == components_reference(np.array(a), np.array(b))
+    if case == "chain":
+        assert set(got.values()) == {1} and rounds < 19  # label jumps: fewer rounds than the path is long
+    if case == "two components":
+        assert got == {5: 5, 7: 5, 11: 5, 2: 2, 30: 2, 8: 2}
+
+
+def test_random_graphs_match_union_find(client):
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 60, 50)
+    b = rng.integers(0, 60, 50)
+    ok = a != b
+    got, _ = _labels(client, a[ok].tolist(), b[ok].tolist())
+    assert got == components_reference(a[ok], b[ok])
+
+
+# -- refusals and the optional extra ---------------------------------------------------
+
+
+def test_settings_a_build_cannot_honour_are_refused():
+    with pytest.raises(SettingsMismatch, match="computes only"):
+        check_settings(Settings(pairs=("jaccard", "bottomk")))
+    with pytest.raises(SettingsMismatch, match="within at most 7 bits"):
+        check_settings(Settings(simhash_bits=10))
+    with pytest.raises(SettingsMismatch, match="corpus statistics"):
+        check_settings(Settings(methods=("shingles", "minhash", "a1")))
+    check_settings(Settings())
+
+
+def test_a_non_empty_output_folder_is_refused_without_force(client, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("x")
+    with pytest.raises(OutputExists):
+        build([str(FIXTURE_INPUTS[2])], str(tmp_path / "out"), cluster=client)
+    assert (tmp_path / "out" / "keep.txt").exists()
+
+
+def test_without_dask_the_build_says_which_extra_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    with pytest.raises(MissingExtra):
+        build([str(FIXTURE_INPUTS[2])], str(tmp_path / "out"))
+    r = CliRunner().invoke(app, ["build", str(FIXTURE_INPUTS[2]), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2
+    assert "neardup[dask]" in r.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_importing_neardup_and_its_build_package_does_not_import_dask():
+    code = "import sys, neardup, neardup.distributed, neardup.cli.app; print(sorted(m for m in ('dask', 'distributed', 'pandas') if m in sys.modules))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
