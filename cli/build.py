@@ -34,8 +34,8 @@ def build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Run the ingest pipeline on a Dask cluster (pip install 'neardup[dask]'): documents, fingerprints, jaccard and
-    simhash pairs and components, written to --out as Parquet datasets that DuckDB reads in place, with a manifest.
-    The same inputs and settings give the same doc ids, pairs and components as ingesting them in sorted order."""
+    simhash pairs, components and concept clusters, written to --out as Parquet datasets that DuckDB reads in place, with a manifest.
+    The same inputs and settings give the same doc ids, pairs and clusters as ingesting them in sorted order."""
     from neardup.distributed import build as run
 
     try:
@@ -47,10 +47,9 @@ def build(
     if quiet:
         return
     pairs_text = ", ".join(f"{n} {m}" for m, n in r.pairs.items()) or "none"
+    clusters_text = ", ".join(f"{n} {m}" for m, n in r.clusters.items()) or "none"
     out.print(f"built {r.n_docs} documents into {r.out} in {r.seconds:.1f} s: pairs {pairs_text}; "
-              f"{r.clusters.get('components', 0)} components ({r.rounds} label rounds); {r.n_rejected} rejected", highlight=False)
-    if r.not_built:
-        out.print(f"not built by a distributed build yet: {', '.join(r.not_built)} clusters", highlight=False)
+              f"clusters {clusters_text} ({r.rounds} label rounds for the components); {r.n_rejected} rejected", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -59,6 +59,9 @@ def _tables(con, rel: dict) -> dict:
         "components": {(tuple(m), b, r) for m, b, r in con.execute(
             f"SELECT list(m.doc_id ORDER BY m.doc_id), c.batch_id, c.representative FROM {rel['clusters']} c "
             f"JOIN {rel['cluster_members']} m USING (cluster_id) WHERE c.method = 'components' GROUP BY ALL").fetchall()},
+        "concepts": {(tuple(m), s, tuple(c), t, b) for m, s, c, t, b in con.execute(
+            f"SELECT list(m.doc_id ORDER BY m.doc_id), c.support, c.common, c.truncated, c.batch_id FROM {rel['clusters']} c "
+            f"JOIN {rel['cluster_members']} m USING (cluster_id) WHERE c.method = 'concept' GROUP BY ALL").fetchall()},
         "rejects": set(con.execute(f"SELECT batch_id, source, record, reason FROM {rel['rejects']}").fetchall()),
     }
 
@@ -71,6 +74,7 @@ def _assert_same(built: dict, local: dict) -> None:
         assert b == loc, (method, sorted(b - loc)[:5], sorted(loc - b)[:5])
     assert built["pairs"] == local["pairs"]
     assert built["components"] == local["components"]
+    assert built["concepts"] == local["concepts"]
     assert built["rejects"] == local["rejects"]
 
 
@@ -80,10 +84,12 @@ def test_fixtures_give_the_local_ingest_documents_pairs_and_components(client, t
     built = _built(tmp_path / "out")
     # the fixtures hold near-duplicates of both kinds, components and a reject: the comparison has content
     assert {m for _, _, m, _, _ in local["pairs"]} == {"jaccard", "simhash"}
-    assert len(local["components"]) > 5 and local["rejects"]
+    assert len(local["components"]) > 5 and len(local["concepts"]) > 5 and local["rejects"]
     _assert_same(built, local)
+    ids = duckdb.sql(f"SELECT count(*), count(DISTINCT cluster_id) FROM read_parquet('{tmp_path}/out/clusters/*.parquet')").fetchall()[0]
+    assert ids[0] == ids[1] == len(local["components"]) + len(local["concepts"])
     assert res.pairs == {"jaccard": sum(p[2] == "jaccard" for p in local["pairs"]), "simhash": sum(p[2] == "simhash" for p in local["pairs"])}
-    assert res.not_built == ["concept"]
+    assert res.clusters == {"components": len(local["components"]), "concept": len(local["concepts"])}
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert Settings.from_dict(manifest["settings"]) == Settings()
     assert [i["batch_id"] for i in manifest["inputs"]] == [1, 2, 3]
@@ -117,13 +123,13 @@ def test_a_generated_corpus_in_five_partitions_gives_the_local_results_every_run
     build([str(p) for p in inputs], str(tmp_path / "out"), cluster=client, settings=settings)
     local = _local(tmp_path / "idx", inputs, settings)
     assert any(not d[6] for d in local["documents"]), "the recrawl makes older versions"
-    assert sum(p[2] == "jaccard" for p in local["pairs"]) > 20 and len(local["components"]) > 10
+    assert sum(p[2] == "jaccard" for p in local["pairs"]) > 20 and len(local["components"]) > 10 and local["concepts"]
     _assert_same(_built(tmp_path / "out"), local)
     # the same inputs and settings through the CLI, on the same cluster by its address: the same files
     r = CliRunner().invoke(app, ["build", *map(str, inputs), "--out", str(tmp_path / "again"), "--dask", client.scheduler.address,
                                  "--threshold", "0.7", "--simhash-bits", "5"])
     assert r.exit_code == 0, r.output
-    assert "not built by a distributed build yet: concept" in r.output
+    assert " concept " in r.output and " components" in r.output
     for table in ("documents", "fp_shingles", "fp_minhash", "fp_simhash", "duplicates", "clusters", "cluster_members", "rejects"):
         first = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out" / table).glob("*.parquet"))
         second = sorted(p.relative_to(tmp_path / "again") for p in (tmp_path / "again" / table).glob("*.parquet"))
@@ -146,20 +152,21 @@ def _labels(client, a: list[int], b: list[int], npartitions: int = 3) -> tuple[d
     return dict(zip(df["node"].tolist(), df["label"].tolist())), rounds
 
 
-@pytest.mark.parametrize("case", ["chain", "star", "two components"])
-def test_min_label_propagation_finds_the_union_find_components(client, case):
-    if case == "chain":  # 1 - 2 - ... - 20, edges listed from the far end, so labels must travel the whole path
-        a, b = list(range(19, 0, -1)), list(range(20, 1, -1))
-    elif case == "star":  # centre 9 holds a larger id than most leaves
-        a, b = [1, 2, 3, 9, 9, 9], [9, 9, 9, 12, 15, 20]
-    else:  # a cycle 5-7-11-5 and a path 2-30-8, with ids interleaved
-        a, b = [5, 7, 5, 2, 8], [7, 11, 11, 30, 30]
+def test_min_label_propagation_finds_the_union_find_components(client):
+    # three graphs in one run, ids apart: a path 1 - 2 - ... - 20 listed from its far end (labels
+    # must travel the whole path); a star whose centre 109 is larger than most leaves; a cycle
+    # 205-207-211 and a path 202-230-208, ids interleaved
+    chain = (list(range(19, 0, -1)), list(range(20, 1, -1)))
+    star = ([101, 102, 103, 109, 109, 109], [109, 109, 109, 112, 115, 120])
+    two = ([205, 207, 205, 202, 208], [207, 211, 211, 230, 230])
+    a = chain[0] + star[0] + two[0]
+    b = chain[1] + star[1] + two[1]
     got, rounds = _labels(client, a, b)
     assert got == components_reference(np.array(a), np.array(b))
-    if case == "chain":
-        assert set(got.values()) == {1} and rounds < 19  # label jumps: fewer rounds than the path is long
-    if case == "two components":
-        assert got == {5: 5, 7: 5, 11: 5, 2: 2, 30: 2, 8: 2}
+    assert {got[x] for x in range(1, 21)} == {1}
+    assert {got[x] for x in (101, 102, 103, 109, 112, 115, 120)} == {101}
+    assert {x: got[x] for x in (205, 207, 211, 202, 230, 208)} == {205: 205, 207: 205, 211: 205, 202: 202, 230: 202, 208: 202}
+    assert rounds < 19  # label jumps: fewer rounds than the path is long
 
 
 def test_random_graphs_match_union_find(client):

@@ -23,8 +23,6 @@ from . import stages as st
 
 #: pair methods a build computes (the others need the catalog: chains, statistics, equal keys not yet shuffled)
 BUILD_PAIRS = ("jaccard", "simhash", "simhash_hp")
-#: clusterings a build computes; ``concept`` is not built yet (docs/scaling.md)
-BUILD_CLUSTERS = ("components",)
 #: the build folder's format, recorded in its manifest
 FORMAT = 1
 
@@ -41,8 +39,6 @@ class BuildResult:
     clusters: dict[str, int] = field(default_factory=dict)
     #: min-label propagation rounds of the components
     rounds: int = 0
-    #: clusterings the settings ask for that a build does not compute yet
-    not_built: list[str] = field(default_factory=list)
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -121,7 +117,7 @@ def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | N
             raise OutputExists(f"{root} is not empty")
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
-    res = BuildResult(out=str(root), not_built=[c for c in settings.clusters if c not in BUILD_CLUSTERS])
+    res = BuildResult(out=str(root))
     t0 = time.perf_counter()
     with _client(cluster) as client:
         _run(client, paths, str(root), settings, opts or ReadOptions(), res)
@@ -194,13 +190,17 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
         labels, res.rounds = min_label_components(pair_frames[pm][["doc_a", "doc_b"]])
         members = labels.rename(columns={"node": "doc_id"}).shuffle("label").persist()
         n_clusters = members.map_partitions(st.cluster_rows, pm, first_ids, batches).map_partitions(
-            st.write_frame, root, "clusters", st.CLUSTER_SCHEMA, meta=st.COUNT_META)["rows"].sum().compute()
+            st.write_frame, root, "clusters", st.CLUSTER_SCHEMA, name="components", meta=st.COUNT_META)["rows"].sum().compute()
         members.rename(columns={"label": "cluster_id"})[["cluster_id", "doc_id"]].map_partitions(
-            st.write_frame, root, "cluster_members", st.MEMBER_SCHEMA, meta=st.COUNT_META)["rows"].sum().compute()
+            st.write_frame, root, "cluster_members", st.MEMBER_SCHEMA, name="components", meta=st.COUNT_META)["rows"].sum().compute()
         res.clusters["components"] = int(n_clusters)
     elif "components" in settings.clusters:
         res.clusters["components"] = 0
-    _lap(res, "components", t)
+    t = _lap(res, "components", t)
+    # 7. concept clusters: neighbour pairs by prefix-filter keys, their components, the miner per component
+    if "concept" in settings.clusters and with_docs:
+        res.clusters["concept"] = _concepts(dd, with_docs, root, settings, first_ids, batches, base=res.n_docs + 1)
+    _lap(res, "concept", t)
     st.complete_outputs(root)
     _manifest(root, paths, read, firsts, kept, settings, res)
 
@@ -218,6 +218,41 @@ def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings):
     return joined.map_partitions(st.verify_jaccard, settings.threshold, settings.minhash_perms, need, meta=meta)
 
 
+def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, batches: np.ndarray, base: int) -> int:
+    """Mine and write the concept clusters; they are numbered from ``base`` (after every doc id, so
+    after every components cluster id). Returns how many."""
+    from .components import min_label_components
+
+    k = settings.support
+    keys = dd.from_map(st.concept_keys, parts, root=root, k=k, meta=st.KEY_META, enforce_metadata=False)
+    cand = keys.shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
+    cand = cand.shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
+    sketches = dd.read_parquet(f"{root}/{st.WORK}/sketches", columns=["doc_id", "sketch"], dtype_backend=None)
+    joined = (cand.merge(sketches.rename(columns={"doc_id": "doc_a", "sketch": "sketch_a"}), on="doc_a")
+              .merge(sketches.rename(columns={"doc_id": "doc_b", "sketch": "sketch_b"}), on="doc_b"))
+    near = joined.map_partitions(st.verify_overlap, k, meta=st.PAIR_META).persist()
+    if int(near.map_partitions(len).sum().compute()) == 0:
+        return 0
+    labels, _ = min_label_components(near)
+    docs = labels.merge(sketches, left_on="node", right_on="doc_id")
+    docs = docs[["label", "node", "sketch"]].rename(columns={"node": "doc_a"}).assign(doc_b=-1)
+    edges = near.merge(labels, left_on="doc_a", right_on="node")[["label", "doc_a", "doc_b"]].assign(sketch=b"")
+    groups = dd.concat([docs[["label", "doc_a", "doc_b", "sketch"]], edges[["label", "doc_a", "doc_b", "sketch"]]]).shuffle("label")
+    mined = groups.map_partitions(st.mine_components, k, meta=st.MINED_META).persist()
+    sizes = mined.map_partitions(lambda d: pd.DataFrame({"n": [len(d)]}), meta=pd.DataFrame({"n": pd.Series([], dtype="int64")})).compute()
+    sizes = sizes["n"].to_numpy(np.int64)
+    bases = base + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    params = json.dumps({"support": k, "sketch": "bottomk", "size": settings.bottomk}, sort_keys=True)
+    rows = mined.map_partitions(st.concept_rows, bases, params, first_ids, batches, meta=st.CONCEPT_META).persist()
+    rows.drop(columns=["members"]).map_partitions(st.write_frame, root, "clusters", st.CLUSTER_SCHEMA, name="concept",
+                                                  meta=st.COUNT_META)["rows"].sum().compute()
+    members = rows[["cluster_id", "members"]].explode("members").rename(columns={"members": "doc_id"})
+    members = members.assign(doc_id=members["doc_id"].astype("int64"))
+    members.map_partitions(st.write_frame, root, "cluster_members", st.MEMBER_SCHEMA, name="concept",
+                           meta=st.COUNT_META)["rows"].sum().compute()
+    return int(sizes.sum())
+
+
 def _manifest(root: str, paths: list[str], read, firsts: dict, kept: dict, settings: Settings, res: BuildResult) -> None:
     inputs = []
     for r in read:
@@ -228,10 +263,10 @@ def _manifest(root: str, paths: list[str], read, firsts: dict, kept: dict, setti
     manifest = {
         "format": FORMAT, "neardup": __version__, "settings": settings.to_dict(), "inputs": inputs,
         "n_docs": res.n_docs, "n_rejected": res.n_rejected, "pairs": res.pairs, "clusters": res.clusters,
-        "component_rounds": res.rounds, "not_built": res.not_built,
+        "component_rounds": res.rounds,
         "tables": sorted(d.name for d in Path(root).iterdir() if d.is_dir() and not d.name.startswith("_")),
     }
     Path(root, "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-__all__ = ["build", "BuildResult", "check_settings", "BUILD_PAIRS", "BUILD_CLUSTERS"]
+__all__ = ["build", "BuildResult", "check_settings", "BUILD_PAIRS"]

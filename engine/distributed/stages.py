@@ -195,6 +195,15 @@ def write_documents(p: int, first_id: int, root: str, settings: Settings) -> int
             "shingles": pc.cast(t.column("shingles.hashes"), pa.binary()),
             "low": pa.array([row.tobytes() for row in low], pa.binary()),
         }), root, f"{WORK}/values", p)
+    if "concept" in settings.clusters:
+        sk = t.column("bottomk.sketch").combine_chunks()
+        lens = pc.list_value_length(sk).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat = sk.flatten().to_numpy(zero_copy_only=False).astype(np.uint64)
+        bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
+        raw = flat.tobytes()  # stored order: the miner's bit masks follow it, as in the local ingest
+        _write(pa.table({"doc_id": cols["doc_id"],
+                         "sketch": pa.array([raw[x:y] for x, y in zip(bounds[:-1].tolist(), bounds[1:].tolist())], pa.binary())}),
+               root, f"{WORK}/sketches", p)
     return n
 
 
@@ -284,6 +293,98 @@ def simhash_pairs(df: pd.DataFrame, bits: int) -> pd.DataFrame:
 def distinct_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """One row per pair, sorted (a partition holding every copy of its pairs: after a shuffle by pair)."""
     return df.drop_duplicates(["doc_a", "doc_b"]).sort_values(["doc_a", "doc_b"], kind="stable").reset_index(drop=True)
+
+
+def concept_keys(p: int, root: str, k: int) -> pd.DataFrame:
+    """``(key, doc_id)``: the concept neighbours' prefix-filter keys of partition ``p``'s
+    documents: the ``n - k + 1`` smallest values of each sketch of ``n >= k`` values. Two
+    sketches sharing ``k`` values share their smallest common value, and it is among the
+    first ``n - k + 1`` of each (at least ``k - 1`` common values follow it), so every
+    neighbour pair shares a key."""
+    t = pq.read_table(part_path(root, "fp_bottomk", p))
+    ids = t.column("doc_id").to_numpy().astype(np.int64)
+    col = t.column("sketch").combine_chunks()
+    lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64)
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    take = np.where(lens >= k, lens - k + 1, 0)
+    keys = [np.sort(flat[a:b])[:n] for a, b, n in zip(offs[:-1].tolist(), offs[1:].tolist(), take.tolist()) if n]
+    return pd.DataFrame({"key": np.concatenate(keys) if keys else np.zeros(0, np.uint64),
+                         "doc_id": np.repeat(ids, take)})
+
+
+def verify_overlap(df: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The candidate pairs whose sketches share at least ``k`` values (the concept neighbours),
+    from rows ``(doc_a, doc_b, sketch_a, sketch_b)`` carrying both sketches."""
+    from .. import kernels
+
+    if df.empty:
+        return PAIR_META.copy()
+    n = len(df)
+    blobs = [*df["sketch_a"], *df["sketch_b"]]
+    offs = np.zeros(2 * n + 1, dtype=np.int64)
+    np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint64).copy()
+    kernels.sort_segments(data, offs)
+    shared = kernels.pair_overlap(data, offs, np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64))
+    keep = shared >= k
+    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64)[keep], "doc_b": df["doc_b"].to_numpy(np.int64)[keep]})
+
+
+MINED_META = pd.DataFrame({"representative": pd.Series([], dtype="int64"), "members": pd.Series([], dtype=object),
+                           "support": pd.Series([], dtype="int32"), "common": pd.Series([], dtype=object),
+                           "truncated": pd.Series([], dtype=bool)})
+
+
+def mine_components(df: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The concept clusters (``concepts.mine``, as ``neardup rebuild`` mines them) of the
+    components in a partition holding all of each of its components: rows ``(label, doc_a,
+    doc_b, sketch)``, a document's sketch where ``doc_b`` is -1, else a neighbour pair. Every
+    maximal set lies inside one component of the neighbour graph (its members are pairwise
+    neighbours), so mining each component alone finds each set once."""
+    from .. import concepts
+    from ..neighbours import neighbour_lists
+
+    rows = []
+    for _, g in df.groupby("label", sort=True):
+        is_doc = g["doc_b"].to_numpy() < 0
+        docs = g[is_doc]
+        sk = {int(d): np.frombuffer(b, dtype=np.uint64) for d, b in zip(docs["doc_a"], docs["sketch"])}
+        edges = g[~is_doc]
+        nb = neighbour_lists(edges["doc_a"].to_numpy(np.int64), edges["doc_b"].to_numpy(np.int64))
+        for c in concepts.mine(sk, k, neighbours=nb):
+            rows.append((c.members[0], list(c.members), c.support, list(c.common), c.truncated))
+    if not rows:
+        return MINED_META.copy()
+    rep, members, support, common, truncated = zip(*rows)
+    return pd.DataFrame({"representative": np.array(rep, np.int64), "members": pd.Series(members, dtype=object),
+                         "support": np.array(support, np.int32), "common": pd.Series(common, dtype=object),
+                         "truncated": np.array(truncated, bool)})
+
+
+CONCEPT_META = pd.DataFrame({"cluster_id": pd.Series([], dtype="int64"), "method": pd.Series([], dtype=object),
+                             "size": pd.Series([], dtype="int32"), "support": pd.Series([], dtype="int32"),
+                             "params": pd.Series([], dtype=object), "representative": pd.Series([], dtype="int64"),
+                             "common": pd.Series([], dtype=object), "truncated": pd.Series([], dtype=bool),
+                             "batch_id": pd.Series([], dtype="int32"), "members": pd.Series([], dtype=object)})
+
+
+def concept_rows(df: pd.DataFrame, bases: np.ndarray, params: str, firsts: np.ndarray, batches: np.ndarray,
+                 partition_info: dict | None = None) -> pd.DataFrame:
+    """``clusters`` rows (and ``members``) of the mined concepts of partition ``i``, numbered from
+    ``bases[i]`` in the order of their members; the batch of a cluster is that of its newest
+    member (the batch a local ingest creates it in)."""
+    first_id = int(bases[partition_info["number"] if partition_info else 0])
+    df = df.sort_values("members", key=lambda s: s.map(tuple), kind="stable").reset_index(drop=True) if len(df) else df
+    n = len(df)
+    newest = np.array([m[-1] for m in df["members"]], np.int64) if n else np.zeros(0, np.int64)
+    return pd.DataFrame({
+        "cluster_id": np.arange(first_id, first_id + n, dtype=np.int64), "method": pd.Series(["concept"] * n, dtype=object),
+        "size": np.array([len(m) for m in df["members"]], np.int32), "support": df["support"].to_numpy(np.int32),
+        "params": pd.Series([params] * n, dtype=object), "representative": df["representative"].to_numpy(np.int64),
+        "common": df["common"], "truncated": df["truncated"].to_numpy(bool), "batch_id": batch_of(newest, firsts, batches),
+        "members": df["members"],
+    })
 
 
 # -- stage 5: exact verification ------------------------------------------------
