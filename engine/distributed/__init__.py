@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..errors import MissingExtra
 
 
-def build(inputs, out, cluster="local:2", settings=None, opts=None, force=False):
+def build(inputs, out, cluster="local:2", settings=None, opts=None, force=False, measure=False):
     """``neardup.distributed.run.build`` (see there), after checking that Dask is installed."""
     try:
         import dask.dataframe  # noqa: F401
@@ -31,7 +31,7 @@ def build(inputs, out, cluster="local:2", settings=None, opts=None, force=False)
         raise MissingExtra(f"a distributed build needs Dask, which is not installed ({exc})") from exc
     from .run import build as run_build
 
-    return run_build(inputs, out, cluster=cluster, settings=settings, opts=opts, force=force)
+    return run_build(inputs, out, cluster=cluster, settings=settings, opts=opts, force=force, measure=measure)
 
 
 __all__ = ["build"]

@@ -41,6 +41,34 @@ class BuildResult:
     rounds: int = 0
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    #: with ``measure``: ``{dataset: {"rows": n, "bytes": n}}`` of the rows entering each shuffle (``_Meter``)
+    shuffled: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class _Meter:
+    """Rows and Arrow bytes of each dataset a build shuffles (``build(measure=True)``, for
+    benchmarks/dask.py and docs/scaling.md). Measuring computes each measured frame once more,
+    so it is off by default."""
+
+    def __init__(self, on: bool, into: dict[str, dict[str, int]]):
+        self.on, self.sizes = on, into
+
+    def __call__(self, name: str, frame):
+        if self.on:
+            got = frame.map_partitions(_arrow_size, meta=_SIZE_META).compute()
+            mine = self.sizes.setdefault(name, {"rows": 0, "bytes": 0})
+            mine["rows"] += int(got["rows"].sum())
+            mine["bytes"] += int(got["bytes"].sum())
+        return frame
+
+
+_SIZE_META = pd.DataFrame({"rows": pd.Series([], dtype="int64"), "bytes": pd.Series([], dtype="int64")})
+
+
+def _arrow_size(df: pd.DataFrame) -> pd.DataFrame:
+    import pyarrow as pa
+
+    return pd.DataFrame({"rows": [len(df)], "bytes": [pa.Table.from_pandas(df, preserve_index=False).nbytes if len(df) else 0]})
 
 
 def check_settings(settings: Settings) -> None:
@@ -92,7 +120,7 @@ def _client(cluster):
 
 
 def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | None = None,
-          opts: ReadOptions | None = None, force: bool = False) -> BuildResult:
+          opts: ReadOptions | None = None, force: bool = False, measure: bool = False) -> BuildResult:
     """Build the Parquet outputs of ``inputs`` (files or folders, taken in sorted order, one
     partition each) in folder ``out`` on a Dask cluster (see ``_client``): ``documents/``,
     ``fp_<method>/``, ``duplicates/``, ``clusters/``, ``cluster_members/``, ``rejects/`` and
@@ -101,7 +129,8 @@ def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | N
     components as ``ingest`` of the inputs one by one, in that order, into a new index (as
     long as each input is one batch there). Raises ``MissingExtra`` without Dask,
     ``InputError`` for a missing input, ``OutputExists`` for a non-empty ``out`` unless
-    ``force``, ``SettingsMismatch`` for settings a build cannot honour (``check_settings``)."""
+    ``force``, ``SettingsMismatch`` for settings a build cannot honour (``check_settings``).
+    ``measure`` records the size of each shuffled dataset in ``BuildResult.shuffled`` (slower)."""
     _dask()
     settings = settings or Settings()
     check_settings(settings)
@@ -120,7 +149,7 @@ def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | N
     res = BuildResult(out=str(root))
     t0 = time.perf_counter()
     with _client(cluster) as client:
-        _run(client, paths, str(root), settings, opts or ReadOptions(), res)
+        _run(client, paths, str(root), settings, opts or ReadOptions(), res, _Meter(measure, res.shuffled))
     shutil.rmtree(root / st.WORK, ignore_errors=True)
     res.seconds = time.perf_counter() - t0
     return res
@@ -132,7 +161,7 @@ def _lap(res: BuildResult, stage: str, t: float) -> float:
     return now
 
 
-def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOptions, res: BuildResult) -> None:
+def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOptions, res: BuildResult, meter: _Meter) -> None:
     dd, _ = _dask()
     t = time.perf_counter()
     # 1. read + prepare, one task per input
@@ -146,7 +175,8 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     kept = {p: 0 for p in parts}
     if parts:
         urls = dd.from_map(st.load_urls, parts, root=root, meta=st.URL_META, enforce_metadata=False)
-        decided = urls.shuffle("url").map_partitions(st.decide_versions, meta=st.VERSION_META).shuffle("part").persist()
+        decided = meter("url versions", meter("urls", urls).shuffle("url").map_partitions(st.decide_versions, meta=st.VERSION_META))
+        decided = decided.shuffle("part").persist()
         kept.update({int(p): int(n) for p, n in decided.groupby("part")["keep"].sum().compute().items()})
     t = _lap(res, "versions", t)
     # 3. documents: doc ids from the kept counts in input order (tiny), then written where they are read
@@ -165,13 +195,13 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     if with_docs:
         # 4-5. candidate keys shuffled by key, pairs deduplicated by a shuffle by pair, then verified
         if "jaccard" in settings.pairs:
-            pair_frames["jaccard"] = _jaccard_pairs(dd, with_docs, root, settings)
+            pair_frames["jaccard"] = _jaccard_pairs(dd, with_docs, root, settings, meter)
         for m in ("simhash", "simhash_hp"):
             if m in settings.pairs:
                 keys = dd.from_map(st.table_keys, with_docs, root=root, method=m, bits=settings.simhash_bits,
                                    meta=st.SIMHASH_KEY_META, enforce_metadata=False)
-                found = keys.shuffle("key").map_partitions(st.simhash_pairs, settings.simhash_bits, meta=st.SIMILAR_META)
-                pair_frames[m] = found.shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.SIMILAR_META)
+                found = meter(f"{m} keys", keys).shuffle("key").map_partitions(st.simhash_pairs, settings.simhash_bits, meta=st.SIMILAR_META)
+                pair_frames[m] = meter(f"{m} candidate pairs", found).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.SIMILAR_META)
     t = _lap(res, "pairs", t)
     dup_parts = []
     for m, frame in pair_frames.items():
@@ -187,6 +217,7 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     if "components" in settings.clusters and pm in pair_frames and res.pairs.get(pm):
         from .components import min_label_components
 
+        meter("components edges (per round, both directions: x2)", pair_frames[pm][["doc_a", "doc_b"]])
         labels, res.rounds = min_label_components(pair_frames[pm][["doc_a", "doc_b"]])
         members = labels.rename(columns={"node": "doc_id"}).shuffle("label").persist()
         n_clusters = members.map_partitions(st.cluster_rows, pm, first_ids, batches).map_partitions(
@@ -199,35 +230,39 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     t = _lap(res, "components", t)
     # 7. concept clusters: neighbour pairs by prefix-filter keys, their components, the miner per component
     if "concept" in settings.clusters and with_docs:
-        res.clusters["concept"] = _concepts(dd, with_docs, root, settings, first_ids, batches, base=res.n_docs + 1)
+        res.clusters["concept"] = _concepts(dd, with_docs, root, settings, first_ids, batches, res.n_docs + 1, meter)
     _lap(res, "concept", t)
     st.complete_outputs(root)
     _manifest(root, paths, read, firsts, kept, settings, res)
 
 
-def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings):
+def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings, meter: _Meter):
     keys = dd.from_map(st.lsh_keys, parts, root=root, settings=settings, meta=st.KEY_META, enforce_metadata=False)
-    cand = keys.shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
-    cand = cand.shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
+    cand = meter("lsh keys", keys).shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
+    cand = meter("lsh candidate pairs", cand).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
+    meter("lsh distinct candidates", cand)
     values = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "shingles", "low"], dtype_backend=None)
+    meter("jaccard values (shingle sets + min-hash low bytes, joined twice)", values)
     side_a = values.rename(columns={"doc_id": "doc_a", "shingles": "shingles_a", "low": "low_a"})
     side_b = values.rename(columns={"doc_id": "doc_b", "shingles": "shingles_b", "low": "low_b"})
-    joined = cand.merge(side_a, on="doc_a").merge(side_b, on="doc_b")
+    joined = meter("candidates with both partners' values", cand.merge(side_a, on="doc_a").merge(side_b, on="doc_b"))
     meta = st.SIMILAR_META
     need = min_agreements(settings.threshold, settings.minhash_perms)
     return joined.map_partitions(st.verify_jaccard, settings.threshold, settings.minhash_perms, need, meta=meta)
 
 
-def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, batches: np.ndarray, base: int) -> int:
+def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, batches: np.ndarray, base: int,
+              meter: _Meter) -> int:
     """Mine and write the concept clusters; they are numbered from ``base`` (after every doc id, so
     after every components cluster id). Returns how many."""
     from .components import min_label_components
 
     k = settings.support
     keys = dd.from_map(st.concept_keys, parts, root=root, k=k, meta=st.KEY_META, enforce_metadata=False)
-    cand = keys.shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
-    cand = cand.shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
+    cand = meter("concept keys", keys).shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
+    cand = meter("concept candidate pairs", cand).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
     sketches = dd.read_parquet(f"{root}/{st.WORK}/sketches", columns=["doc_id", "sketch"], dtype_backend=None)
+    meter("concept sketches (joined twice, and once more per component)", sketches)
     joined = (cand.merge(sketches.rename(columns={"doc_id": "doc_a", "sketch": "sketch_a"}), on="doc_a")
               .merge(sketches.rename(columns={"doc_id": "doc_b", "sketch": "sketch_b"}), on="doc_b"))
     near = joined.map_partitions(st.verify_overlap, k, meta=st.PAIR_META).persist()
@@ -237,7 +272,8 @@ def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np
     docs = labels.merge(sketches, left_on="node", right_on="doc_id")
     docs = docs[["label", "node", "sketch"]].rename(columns={"node": "doc_a"}).assign(doc_b=-1)
     edges = near.merge(labels, left_on="doc_a", right_on="node")[["label", "doc_a", "doc_b"]].assign(sketch=b"")
-    groups = dd.concat([docs[["label", "doc_a", "doc_b", "sketch"]], edges[["label", "doc_a", "doc_b", "sketch"]]]).shuffle("label")
+    groups = meter("concept component groups", dd.concat([docs[["label", "doc_a", "doc_b", "sketch"]],
+                                                           edges[["label", "doc_a", "doc_b", "sketch"]]])).shuffle("label")
     mined = groups.map_partitions(st.mine_components, k, meta=st.MINED_META).persist()
     sizes = mined.map_partitions(lambda d: pd.DataFrame({"n": [len(d)]}), meta=pd.DataFrame({"n": pd.Series([], dtype="int64")})).compute()
     sizes = sizes["n"].to_numpy(np.int64)
