@@ -153,29 +153,23 @@ def _labels(client, a: list[int], b: list[int], npartitions: int = 3) -> tuple[d
 
 
 def test_min_label_propagation_finds_the_union_find_components(client):
-    # three graphs in one run, ids apart: a path 1 - 2 - ... - 20 listed from its far end (labels
+    # four graphs in one run, ids apart: a path 1 - 2 - ... - 20 listed from its far end (labels
     # must travel the whole path); a star whose centre 109 is larger than most leaves; a cycle
-    # 205-207-211 and a path 202-230-208, ids interleaved
+    # 205-207-211 and a path 202-230-208, ids interleaved; 50 random edges among 1000..1059
     chain = (list(range(19, 0, -1)), list(range(20, 1, -1)))
     star = ([101, 102, 103, 109, 109, 109], [109, 109, 109, 112, 115, 120])
     two = ([205, 207, 205, 202, 208], [207, 211, 211, 230, 230])
-    a = chain[0] + star[0] + two[0]
-    b = chain[1] + star[1] + two[1]
+    rng = np.random.default_rng(7)
+    ra, rb = rng.integers(1000, 1060, 50), rng.integers(1000, 1060, 50)
+    rand = (ra[ra != rb].tolist(), rb[ra != rb].tolist())
+    a = chain[0] + star[0] + two[0] + rand[0]
+    b = chain[1] + star[1] + two[1] + rand[1]
     got, rounds = _labels(client, a, b)
     assert got == components_reference(np.array(a), np.array(b))
     assert {got[x] for x in range(1, 21)} == {1}
     assert {got[x] for x in (101, 102, 103, 109, 112, 115, 120)} == {101}
     assert {x: got[x] for x in (205, 207, 211, 202, 230, 208)} == {205: 205, 207: 205, 211: 205, 202: 202, 230: 202, 208: 202}
     assert rounds < 19  # label jumps: fewer rounds than the path is long
-
-
-def test_random_graphs_match_union_find(client):
-    rng = np.random.default_rng(7)
-    a = rng.integers(0, 60, 50)
-    b = rng.integers(0, 60, 50)
-    ok = a != b
-    got, _ = _labels(client, a[ok].tolist(), b[ok].tolist())
-    assert got == components_reference(a[ok], b[ok])
 
 
 # -- refusals and the optional extra ---------------------------------------------------
@@ -214,3 +208,40 @@ def test_importing_neardup_and_its_build_package_does_not_import_dask():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+# -- a worker killed in the middle -----------------------------------------------------
+
+
+def test_a_worker_killed_in_the_middle_of_a_build_changes_nothing(client, tmp_path):
+    """SIGKILL one worker process once the pairs are being written (the components, the concept
+    stage and some persisted results are still ahead): Dask recomputes what the worker held
+    (its nanny restarts it) and the build gives the local ingest's results all the same."""
+    import os
+    import signal
+    import threading
+    import time
+
+    out = tmp_path / "out"
+    done, errors = [], []
+
+    def run():
+        try:
+            done.append(build([str(p) for p in FIXTURE_INPUTS], str(out), cluster=client))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    th = threading.Thread(target=run)
+    th.start()
+    deadline = time.monotonic() + 120
+    while th.is_alive() and not (out / "duplicates").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    killed_mid_build = th.is_alive()
+    victim = min(client.run(os.getpid).values())
+    os.kill(victim, signal.SIGKILL)
+    th.join(timeout=300)
+    assert killed_mid_build, "the build ended before the kill: nothing was tested"
+    assert not errors, errors
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.run(os.getpid).values()
+    _assert_same(_built(out), _local(tmp_path / "idx", FIXTURE_INPUTS, Settings()))

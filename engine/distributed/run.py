@@ -167,6 +167,7 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     # 1. read + prepare, one task per input
     futures = client.map(st.read_partition, range(len(paths)), paths, root=root, settings=settings, opts=opts, pure=False)
     read = client.gather(futures)
+    del futures  # released: a worker that dies later must not make the scheduler read an input again
     res.n_rejected = sum(r.n_rejected for r in read)
     res.n_skipped = sum(r.n_skipped for r in read)
     parts = [r.part for r in read if r.n_records]
@@ -187,6 +188,7 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
         decided.map_partitions(st.write_versions, root, meta=st.COUNT_META)["rows"].sum().compute()
         written = client.map(st.write_documents, parts, [firsts[p] for p in parts], root=root, settings=settings, pure=False)
         res.n_docs = sum(client.gather(written))
+        del written, decided
     t = _lap(res, "documents", t)
     with_docs = [p for p in parts if kept[p]]
     first_ids = np.array([firsts[p] for p in with_docs], dtype=np.int64)

@@ -16,6 +16,7 @@ new index calls it, as long as each input is one batch).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -76,6 +77,7 @@ def read_partition(p: int, path: str, root: str, settings: Settings, opts: ReadO
     writer: pq.ParquetWriter | None = None
     target = part_path(root, f"{WORK}/prepared", p)
     target.parent.mkdir(parents=True, exist_ok=True)
+    partial = _partial(target)
     try:
         for chunk in read_input(path, opts or ReadOptions()):
             chunk = extract_html(chunk, settings.content)
@@ -91,21 +93,21 @@ def read_partition(p: int, path: str, root: str, settings: Settings, opts: ReadO
                 continue
             t = t.append_column("seq", pa.array(np.arange(stats.n_records, stats.n_records + t.num_rows), pa.int64()))
             if writer is None:
-                writer = pq.ParquetWriter(target, t.schema)
+                writer = pq.ParquetWriter(partial, t.schema)
             writer.write_table(t.cast(writer.schema))
             stats.n_records += t.num_rows
     finally:
         if writer is not None:
             writer.close()
+    if writer is not None:
+        os.replace(partial, target)
     stats.n_rejected = len(rejects)
     if rejects:
         r = pa.table({
             "batch_id": pa.array([p + 1] * len(rejects), pa.int32()),
             "source": [x.source for x in rejects], "record": [x.record for x in rejects], "reason": [x.reason for x in rejects],
         }, schema=REJECT_SCHEMA)
-        out = part_path(root, "rejects", p)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(r, out)
+        _write(r, root, "rejects", p)
     return stats
 
 
@@ -208,9 +210,21 @@ def write_documents(p: int, first_id: int, root: str, settings: Settings) -> int
 
 
 def _write(t: pa.Table, root: str, stage: str, p: int) -> None:
-    path = part_path(root, stage, p)
+    _write_file(t, part_path(root, stage, p))
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written before it is renamed into place (unique per process)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.partial")
+
+
+def _write_file(t: pa.Table, path: Path) -> None:
+    """Write ``path`` whole or not at all: a task run again after a worker died (Dask recomputes
+    lost results) replaces the file with the same content, and a reader never sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(t, path)
+    partial = _partial(path)
+    pq.write_table(t, partial)
+    os.replace(partial, path)
 
 
 def _signatures(col: pa.ChunkedArray, perms: int) -> np.ndarray:
@@ -466,9 +480,7 @@ def write_frame(df: pd.DataFrame, root: str, stage: str, schema: pa.Schema, name
             cols[f.name] = pa.array(v.to_numpy(object) if v.hasnans else v.to_numpy(), f.type, from_pandas=True)
         else:
             cols[f.name] = pa.nulls(len(df), f.type)
-    path = Path(root) / stage / f"{name}-{i:05d}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table(cols, schema=schema), path)
+    _write_file(pa.table(cols, schema=schema), Path(root) / stage / f"{name}-{i:05d}.parquet")
     return pd.DataFrame({"rows": [len(df)]})
 
 
