@@ -305,7 +305,9 @@ def sql(
     if fmt not in ("table", "csv", "json", "tsv"):
         err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
         raise typer.Exit(2)
-    idx = Index(index)
+    from neardup.distributed.folder import BuildFolder
+
+    idx = BuildFolder(index) if BuildFolder.holds(index) else Index(index)  # a build folder reads like an index
     try:
         result = run_sql(idx, query)
     except NeardupError as exc:

@@ -94,6 +94,19 @@ def test_fixtures_give_the_local_ingest_documents_pairs_and_components(client, t
     assert Settings.from_dict(manifest["settings"]) == Settings()
     assert [i["batch_id"] for i in manifest["inputs"]] == [1, 2, 3]
     assert not (tmp_path / "out" / "_work").exists()
+    # neardup sql reads the build folder with an index's tables and views, and nothing outside it
+    for q in ("SELECT method, url_a, url_b, similarity, batch_id FROM duplicate_urls ORDER BY ALL",
+              "SELECT url, version FROM latest_documents ORDER BY ALL",
+              "SELECT c.method, c.size, c.representative, count(*) AS n FROM clusters c JOIN cluster_members m USING (cluster_id) "
+              "GROUP BY ALL ORDER BY ALL",
+              "SELECT batch_id, record, reason FROM rejects ORDER BY ALL",
+              "SELECT count(*) FROM fp_minhash JOIN fp_shingles USING (doc_id)"):
+        on_build = CliRunner().invoke(app, ["sql", "--index", str(tmp_path / "out"), "--format", "json", q])
+        on_index = CliRunner().invoke(app, ["sql", "--index", str(tmp_path / "idx"), "--format", "json", q])
+        assert on_build.exit_code == 0, on_build.output
+        assert on_build.output == on_index.output and on_build.output.strip(), q
+    outside = CliRunner().invoke(app, ["sql", "--index", str(tmp_path / "out"), f"SELECT * FROM read_parquet('{tmp_path}/idx/*')"])
+    assert outside.exit_code == 2 and "refused" in outside.output
 
 
 def _generated_inputs(folder: Path) -> list[Path]:
