@@ -151,6 +151,31 @@ def test_a_generated_corpus_in_five_partitions_gives_the_local_results_every_run
             a = pd.read_parquet(tmp_path / "out" / f)
             b = pd.read_parquet(tmp_path / "again" / f)
             pd.testing.assert_frame_equal(a, b)
+    # merged into a new index, the build is the local index, and both go on alike: a further input
+    # (edited copies under new urls, edited recrawls) gives both the same new pairs and clusters
+    r = CliRunner().invoke(app, ["ingest", "--from-build", str(tmp_path / "out"), "--index", str(tmp_path / "merged")])
+    assert r.exit_code == 0, r.output
+    with Index(tmp_path / "merged").reader() as con:
+        merged = _tables(con, {t: t for t in ("documents", "duplicates", "clusters", "cluster_members", "rejects")})
+    _assert_same(merged, local)
+    assert CliRunner().invoke(app, ["check", "--index", str(tmp_path / "merged")]).exit_code == 0
+    lines = [json.loads(x) for x in (FIXTURES / "generated" / "corpus.jsonl").read_text().splitlines() if x.strip()]
+    more = []
+    for rec in lines[1::7]:
+        words = rec["text"].split()
+        more.append({"url": rec["url"] + "?copy", "text": " ".join(words[:-2])})
+        more.append({"url": rec["url"], "text": " ".join(words[2:])})
+    extra = write_jsonl(tmp_path / "more.jsonl", more)
+    for idx in ("idx", "merged"):
+        ingest(Index(tmp_path / idx), str(extra))
+    with Index(tmp_path / "idx").reader() as con:
+        local_after = _tables(con, {t: t for t in ("documents", "duplicates", "clusters", "cluster_members", "rejects")})
+    with Index(tmp_path / "merged").reader() as con:
+        merged_after = _tables(con, {t: t for t in ("documents", "duplicates", "clusters", "cluster_members", "rejects")})
+    assert len(local_after["pairs"]) > len(local["pairs"]) and local_after["concepts"] != local["concepts"]
+    _assert_same(merged_after, local_after)
+    refused = CliRunner().invoke(app, ["ingest", "--from-build", str(tmp_path / "out"), "--index", str(tmp_path / "merged")])
+    assert refused.exit_code == 2 and "already holds batches" in refused.output
 
 
 # -- min-label propagation against union-find --------------------------------------

@@ -297,7 +297,7 @@ def _manifest(root: str, paths: list[str], read, firsts: dict, kept: dict, setti
         n = kept.get(r.part, 0)
         inputs.append({"partition": r.part, "batch_id": r.part + 1, "source": r.source, "n_docs": n,
                        "first_doc_id": firsts[r.part] if n else None, "last_doc_id": firsts[r.part] + n - 1 if n else None,
-                       "n_rejected": r.n_rejected, "n_skipped": r.n_skipped, "n_bytes": r.n_bytes})
+                       "n_unchanged": r.n_records - n, "n_rejected": r.n_rejected, "n_skipped": r.n_skipped, "n_bytes": r.n_bytes})
     manifest = {
         "format": FORMAT, "neardup": __version__, "settings": settings.to_dict(), "inputs": inputs,
         "n_docs": res.n_docs, "n_rejected": res.n_rejected, "pairs": res.pairs, "clusters": res.clusters,
