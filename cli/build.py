@@ -20,7 +20,7 @@ def build(
                                           help="The folder to write the Parquet datasets and manifest.json to (new or empty, unless --force).")],
     dask: Annotated[str, typer.Option("--dask", help="The cluster: local:N (a LocalCluster of N one-thread worker processes on "
                                                      "this machine) or a scheduler address tcp://host:8786.")] = "local:2",
-    force: Annotated[bool, typer.Option("--force", help="Replace what --out holds.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace the output of an earlier build in --out.")] = False,
     min_words: MinWordsOpt = None,
     seed: SeedOpt = None,
     methods: MethodsOpt = None,

@@ -228,6 +228,8 @@ def test_a_non_empty_output_folder_is_refused_without_force(client, tmp_path):
     (tmp_path / "out" / "keep.txt").write_text("x")
     with pytest.raises(OutputExists):
         build([str(FIXTURE_INPUTS[2])], str(tmp_path / "out"), cluster=client)
+    with pytest.raises(OutputExists, match="not the output of a build"):  # --force replaces a build's folder only
+        build([str(FIXTURE_INPUTS[2])], str(tmp_path / "out"), cluster=client, force=True)
     assert (tmp_path / "out" / "keep.txt").exists()
 
 

@@ -126,7 +126,7 @@ def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | N
     ``fp_<method>/``, ``duplicates/``, ``clusters/``, ``cluster_members/``, ``rejects/`` and
     ``manifest.json``. Workers must reach the inputs and ``out`` at the same paths (shared
     storage). The same inputs and settings give the same documents, doc ids, pairs and
-    components as ``ingest`` of the inputs one by one, in that order, into a new index (as
+    clusters as ``ingest`` of the inputs one by one, in that order, into a new index (as
     long as each input is one batch there). Raises ``MissingExtra`` without Dask,
     ``InputError`` for a missing input, ``OutputExists`` for a non-empty ``out`` unless
     ``force``, ``SettingsMismatch`` for settings a build cannot honour (``check_settings``).
@@ -144,6 +144,9 @@ def build(inputs: list[str], out: str, cluster="local:2", settings: Settings | N
     if root.exists() and any(root.iterdir()):
         if not force:
             raise OutputExists(f"{root} is not empty")
+        if not ((root / "manifest.json").exists() or (root / st.WORK).exists()):
+            raise OutputExists(f"{root} is not the output of a build: --force replaces only that",
+                               hint="name a new or empty folder")
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
     res = BuildResult(out=str(root))
@@ -204,16 +207,13 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
                                    meta=st.SIMHASH_KEY_META, enforce_metadata=False)
                 found = meter(f"{m} keys", keys).shuffle("key").map_partitions(st.simhash_pairs, settings.simhash_bits, meta=st.SIMILAR_META)
                 pair_frames[m] = meter(f"{m} candidate pairs", found).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.SIMILAR_META)
-    t = _lap(res, "pairs", t)
-    dup_parts = []
-    for m, frame in pair_frames.items():
+    for m, frame in pair_frames.items():  # (the frames are lazy: the pairs are found here)
         frame = frame.persist()
         pair_frames[m] = frame
         rows = frame.map_partitions(st.duplicate_rows, m, first_ids, batches)
         counts = rows.map_partitions(st.write_frame, root, "duplicates", st.DUPLICATE_SCHEMA, name=m, meta=st.COUNT_META)
         res.pairs[m] = int(counts["rows"].sum().compute())
-        dup_parts.append(m)
-    t = _lap(res, "write pairs", t)
+    t = _lap(res, "pairs", t)
     # 6. connected components of the component pairs, by min-label propagation
     pm = settings.component_pairs
     if "components" in settings.clusters and pm in pair_frames and res.pairs.get(pm):
