@@ -178,6 +178,32 @@ def test_a_generated_corpus_in_five_partitions_gives_the_local_results_every_run
     assert refused.exit_code == 2 and "already holds batches" in refused.output
 
 
+def test_the_documents_stage_streams_its_partition_in_slices_with_the_same_output(tmp_path, monkeypatch):
+    """The stages are plain functions: run on one input in this process, the documents stage writes
+    the same files whether it holds the whole partition or 7 records at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.distributed import stages as st
+
+    settings = Settings()
+    src = FIXTURES / "generated" / "corpus.jsonl"
+    outputs = {}
+    for name, size in (("whole", 1 << 20), ("sliced", 7)):
+        root = tmp_path / name
+        monkeypatch.setattr(st, "DOCUMENT_SLICE", size)
+        read = st.read_partition(0, str(src), str(root), settings)
+        st.write_versions(st.decide_versions(st.load_urls(0, str(root))), str(root))
+        n = st.write_documents(0, 1, str(root), settings)
+        assert n == read.n_records > 100
+        outputs[name] = {d: pq.read_table(st.part_path(root, d, 0))
+                         for d in ("documents", "fp_shingles", "fp_minhash", "fp_bottomk", "fp_simhash", "_work/values", "_work/sketches")}
+    for d, t in outputs["whole"].items():
+        assert t.equals(outputs["sliced"][d]), d
+    assert outputs["whole"]["documents"].column("doc_id").to_pylist() == list(range(1, n + 1))
+    assert pa.compute.all(outputs["whole"]["documents"].column("is_latest")).as_py()
+
+
 # -- min-label propagation against union-find --------------------------------------
 
 

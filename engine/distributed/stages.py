@@ -160,53 +160,106 @@ def write_versions(df: pd.DataFrame, root: str) -> pd.DataFrame:
     return pd.DataFrame({"rows": [len(df)]})
 
 
+#: prepared rows a documents task holds at once (it streams its partition in slices of this many)
+DOCUMENT_SLICE = 4096
+
+
 def write_documents(p: int, first_id: int, root: str, settings: Settings) -> int:
     """Give partition ``p``'s kept records their doc ids (``first_id`` on, in input order) and
-    write ``documents/part-p``, ``fp_<method>/part-p`` and the verification values
-    ``_work/values/part-p`` (each document's shingle set and min-hash low bytes). Returns the
-    documents written."""
-    t = pq.read_table(part_path(root, f"{WORK}/prepared", p))
+    write ``documents/part-p``, ``fp_<method>/part-p``, and what later stages join onto pairs:
+    ``_work/values/part-p`` (each document's shingle set and min-hash low bytes) and
+    ``_work/sketches/part-p`` (its bottom-k sketch). Streams the prepared rows
+    ``DOCUMENT_SLICE`` at a time (plus the partition's url decisions, a few bytes a record).
+    Returns the documents written."""
     v = pq.read_table(part_path(root, f"{WORK}/versions", p)).to_pandas().sort_values("seq")
-    if len(v) != t.num_rows or not np.array_equal(v["seq"].to_numpy(), t.column("seq").to_numpy()):
-        raise RuntimeError(f"partition {p}: the url versions do not cover its records")
-    keep = v["keep"].to_numpy(bool)
-    n = int(keep.sum())
-    if n == 0:
-        return 0
-    t = t.filter(pa.array(keep))
+    keep_all = v["keep"].to_numpy(bool)
+    version_all, latest_all, seq_all = v["version"].to_numpy(), v["is_latest"].to_numpy(bool), v["seq"].to_numpy()
+    out = _Outputs(root, p)
+    at, next_id = 0, first_id
+    try:
+        for batch in pq.ParquetFile(part_path(root, f"{WORK}/prepared", p)).iter_batches(batch_size=DOCUMENT_SLICE):
+            t = pa.Table.from_batches([batch])
+            rows = slice(at, at + t.num_rows)
+            at += t.num_rows
+            if not np.array_equal(seq_all[rows], t.column("seq").to_numpy()):
+                raise RuntimeError(f"partition {p}: the url versions do not cover its records")
+            keep = keep_all[rows]
+            n = int(keep.sum())
+            if n:
+                _document_slice(out, t.filter(pa.array(keep)), np.arange(next_id, next_id + n), p, version_all[rows][keep],
+                                latest_all[rows][keep], settings)
+                next_id += n
+        if at != len(v):
+            raise RuntimeError(f"partition {p}: the url versions do not cover its records")
+    except BaseException:
+        out.abandon()
+        raise
+    out.close()
+    return next_id - first_id
+
+
+class _Outputs:
+    """One Parquet writer per stage folder of a partition, each written to a partial file that is
+    renamed into place on ``close`` (``_write_file``)."""
+
+    def __init__(self, root: str, p: int):
+        self.root, self.p = root, p
+        self.writers: dict[str, tuple[pq.ParquetWriter, Path, Path]] = {}
+
+    def write(self, stage: str, t: pa.Table) -> None:
+        if stage not in self.writers:
+            path = part_path(self.root, stage, self.p)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writers[stage] = (pq.ParquetWriter(_partial(path), t.schema), _partial(path), path)
+        w = self.writers[stage][0]
+        w.write_table(t.cast(w.schema))
+
+    def close(self) -> None:
+        for w, partial, path in self.writers.values():
+            w.close()
+            os.replace(partial, path)
+
+    def abandon(self) -> None:
+        for w, partial, _ in self.writers.values():
+            w.close()
+            partial.unlink(missing_ok=True)
+
+
+def _document_slice(out: _Outputs, t: pa.Table, ids: np.ndarray, p: int, version: np.ndarray, latest: np.ndarray,
+                    settings: Settings) -> None:
+    n = t.num_rows
     cols = {
-        "doc_id": pa.array(np.arange(first_id, first_id + n), pa.int64()),
+        "doc_id": pa.array(ids, pa.int64()),
         "batch_id": pa.array(np.full(n, p + 1), pa.int32()),
-        "version": pa.array(v["version"].to_numpy()[keep], pa.int32()),
-        "is_latest": pa.array(v["is_latest"].to_numpy()[keep]),
+        "version": pa.array(version, pa.int32()),
+        "is_latest": pa.array(latest),
     }
-    docs = pa.table({c: cols[c] if c in cols else t.column(c) for c in DOCUMENT_COLUMNS}).cast(DOCUMENT_SCHEMA)
-    _write(docs, root, "documents", p)
+    out.write("documents", pa.table({c: cols[c] if c in cols else t.column(c) for c in DOCUMENT_COLUMNS}).cast(DOCUMENT_SCHEMA))
     by_method: dict[str, dict[str, pa.ChunkedArray]] = {}
     for name in t.column_names:
         if "." in name:
             method, col = name.split(".", 1)
             by_method.setdefault(method, {})[col] = t.column(name)
     for method, fp in by_method.items():
-        _write(pa.table({"doc_id": cols["doc_id"], **fp}), root, f"fp_{method}", p)
+        out.write(f"fp_{method}", pa.table({"doc_id": cols["doc_id"], **fp}))
     if "jaccard" in settings.pairs:
         sig = _signatures(t.column("minhash.signature"), settings.minhash_perms)
         low = (sig & np.uint64(0xFF)).astype(np.uint8)
-        _write(pa.table({
+        out.write(f"{WORK}/values", pa.table({
             "doc_id": cols["doc_id"],
             "shingles": pc.cast(t.column("shingles.hashes"), pa.binary()),
             "low": pa.array([row.tobytes() for row in low], pa.binary()),
-        }), root, f"{WORK}/values", p)
+        }))
     if "concept" in settings.clusters:
         sk = t.column("bottomk.sketch").combine_chunks()
         lens = pc.list_value_length(sk).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = sk.flatten().to_numpy(zero_copy_only=False).astype(np.uint64)
         bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
         raw = flat.tobytes()  # stored order: the miner's bit masks follow it, as in the local ingest
-        _write(pa.table({"doc_id": cols["doc_id"],
-                         "sketch": pa.array([raw[x:y] for x, y in zip(bounds[:-1].tolist(), bounds[1:].tolist())], pa.binary())}),
-               root, f"{WORK}/sketches", p)
-    return n
+        out.write(f"{WORK}/sketches", pa.table({
+            "doc_id": cols["doc_id"],
+            "sketch": pa.array([raw[x:y] for x, y in zip(bounds[:-1].tolist(), bounds[1:].tolist())], pa.binary()),
+        }))
 
 
 def _write(t: pa.Table, root: str, stage: str, p: int) -> None:
