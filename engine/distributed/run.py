@@ -243,14 +243,21 @@ def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings, meter: _
     cand = meter("lsh keys", keys).shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
     cand = meter("lsh candidate pairs", cand).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
     meter("lsh distinct candidates", cand)
-    values = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "shingles", "low"], dtype_backend=None)
-    meter("jaccard values (shingle sets + min-hash low bytes, joined twice)", values)
-    side_a = values.rename(columns={"doc_id": "doc_a", "shingles": "shingles_a", "low": "low_a"})
-    side_b = values.rename(columns={"doc_id": "doc_b", "shingles": "shingles_b", "low": "low_b"})
-    joined = meter("candidates with both partners' values", cand.merge(side_a, on="doc_a").merge(side_b, on="doc_b"))
-    meta = st.SIMILAR_META
+    # first the partners' min-hash low bytes (the agreement filter), then the shingle sets of the
+    # pairs that pass it only: most chance candidates never carry their sets
     need = min_agreements(settings.threshold, settings.minhash_perms)
-    return joined.map_partitions(st.verify_jaccard, settings.threshold, settings.minhash_perms, need, meta=meta)
+    low = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "low"], dtype_backend=None)
+    meter("min-hash low bytes (joined twice)", low)
+    with_low = (cand.merge(low.rename(columns={"doc_id": "doc_a", "low": "low_a"}), on="doc_a")
+                .merge(low.rename(columns={"doc_id": "doc_b", "low": "low_b"}), on="doc_b"))
+    agreeing = meter("candidates passing the agreement filter", meter("candidates with both partners' low bytes", with_low).map_partitions(
+        st.agreeing_pairs, settings.minhash_perms, need, meta=st.PAIR_META))
+    sets = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "shingles"], dtype_backend=None)
+    meter("shingle sets (joined twice)", sets)
+    joined = meter("candidates with both partners' shingle sets",
+                   agreeing.merge(sets.rename(columns={"doc_id": "doc_a", "shingles": "shingles_a"}), on="doc_a")
+                   .merge(sets.rename(columns={"doc_id": "doc_b", "shingles": "shingles_b"}), on="doc_b"))
+    return joined.map_partitions(st.verify_jaccard, settings.threshold, meta=st.SIMILAR_META)
 
 
 def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, batches: np.ndarray, base: int,
@@ -260,7 +267,11 @@ def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np
     from .components import min_label_components
 
     k = settings.support
-    keys = dd.from_map(st.concept_keys, parts, root=root, k=k, meta=st.KEY_META, enforce_metadata=False)
+    # each value's frequency (a shuffle by value), then each document's rarest values (a shuffle by document)
+    values = dd.from_map(st.sketch_values, parts, root=root, k=k, meta=st.SKETCH_VALUE_META, enforce_metadata=False)
+    counted = meter("concept sketch values", values).shuffle("value").map_partitions(st.value_counts, meta=st.COUNTED_META)
+    keys = meter("concept sketch values with their frequency", counted).shuffle("doc_id").map_partitions(
+        st.rarest_prefix, k, meta=st.KEY_META)
     cand = meter("concept keys", keys).shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
     cand = meter("concept candidate pairs", cand).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
     sketches = dd.read_parquet(f"{root}/{st.WORK}/sketches", columns=["doc_id", "sketch"], dtype_backend=None)

@@ -362,22 +362,50 @@ def distinct_pairs(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop_duplicates(["doc_a", "doc_b"]).sort_values(["doc_a", "doc_b"], kind="stable").reset_index(drop=True)
 
 
-def concept_keys(p: int, root: str, k: int) -> pd.DataFrame:
-    """``(key, doc_id)``: the concept neighbours' prefix-filter keys of partition ``p``'s
-    documents: the ``n - k + 1`` smallest values of each sketch of ``n >= k`` values. Two
-    sketches sharing ``k`` values share their smallest common value, and it is among the
-    first ``n - k + 1`` of each (at least ``k - 1`` common values follow it), so every
-    neighbour pair shares a key."""
+SKETCH_VALUE_META = pd.DataFrame({"value": pd.Series([], dtype="uint64"), "doc_id": pd.Series([], dtype="int64"),
+                                  "n": pd.Series([], dtype="int32")})
+COUNTED_META = SKETCH_VALUE_META.assign(count=pd.Series([], dtype="int64"))
+
+
+def sketch_values(p: int, root: str, k: int) -> pd.DataFrame:
+    """``(value, doc_id, n)``: every value of the bottom-k sketches of partition ``p``'s documents
+    that have ``n >= k`` values (the others can have no concept neighbour)."""
     t = pq.read_table(part_path(root, "fp_bottomk", p))
     ids = t.column("doc_id").to_numpy().astype(np.int64)
     col = t.column("sketch").combine_chunks()
     lens = pc.list_value_length(col).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64)
-    offs = np.concatenate([[0], np.cumsum(lens)])
-    take = np.where(lens >= k, lens - k + 1, 0)
-    keys = [np.sort(flat[a:b])[:n] for a, b, n in zip(offs[:-1].tolist(), offs[1:].tolist(), take.tolist()) if n]
-    return pd.DataFrame({"key": np.concatenate(keys) if keys else np.zeros(0, np.uint64),
-                         "doc_id": np.repeat(ids, take)})
+    ok = np.repeat(lens >= k, lens)
+    return pd.DataFrame({"value": flat[ok], "doc_id": np.repeat(ids, lens)[ok], "n": np.repeat(lens, lens)[ok].astype(np.int32)})
+
+
+def value_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Each row with how many documents hold its value (a partition holding every row of its
+    values: after a shuffle by value)."""
+    if df.empty:
+        return COUNTED_META.copy()
+    return df.assign(count=df.groupby("value")["doc_id"].transform("size").astype("int64"))
+
+
+def rarest_prefix(df: pd.DataFrame, k: int) -> pd.DataFrame:
+    """``(key, doc_id)``: the concept neighbours' prefix-filter keys of the documents of a
+    partition holding all of each one's sketch values (after a shuffle by document): the
+    ``n - k + 1`` rarest values of each sketch of ``n`` values, rarest first by ``(count,
+    value)``, one order for every document. Two sketches sharing ``k`` values share the first
+    common value in that order, and it is among the first ``n - k + 1`` of each (at least
+    ``k - 1`` common values follow it), so every neighbour pair shares a key. Rare first, as
+    the index's neighbour search (``neardup.neighbours``) looks up: a site's frame values,
+    held by all its pages, are keys only of pages that are nearly all frame."""
+    if df.empty:
+        return KEY_META.copy()
+    doc = df["doc_id"].to_numpy(np.int64)
+    value = df["value"].to_numpy(np.uint64)
+    order = np.lexsort((value, df["count"].to_numpy(np.int64), doc))
+    doc, value, n = doc[order], value[order], df["n"].to_numpy(np.int64)[order]
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+    rank = np.arange(doc.size) - np.repeat(starts, np.diff(np.r_[starts, doc.size]))
+    keep = rank < n - k + 1
+    return pd.DataFrame({"key": value[keep], "doc_id": doc[keep]})
 
 
 def verify_overlap(df: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -457,23 +485,29 @@ def concept_rows(df: pd.DataFrame, bases: np.ndarray, params: str, firsts: np.nd
 # -- stage 5: exact verification ------------------------------------------------
 
 
-def verify_jaccard(df: pd.DataFrame, threshold: float, perms: int, need: int) -> pd.DataFrame:
-    """The candidate pairs whose shingle sets have exact Jaccard >= ``threshold``, from rows
-    ``(doc_a, doc_b, shingles_a, low_a, shingles_b, low_b)`` that carry both partners' values:
-    first the min-hash agreement filter (``pairs.low_byte_agreements``, as the local
-    verification does), then the exact Jaccard (``pairs.set_jaccard``)."""
+def agreeing_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:
+    """The candidate pairs whose min-hash signatures agree on at least ``need`` positions (low
+    bytes compared: ``pairs.low_byte_agreements``, the filter the local verification applies
+    before reading shingle sets), from rows ``(doc_a, doc_b, low_a, low_b)`` carrying both
+    partners' low bytes."""
+    if df.empty:
+        return PAIR_META.copy()
+    n = len(df)
+    low = np.frombuffer(b"".join([*df["low_a"], *df["low_b"]]), dtype=np.uint8).reshape(2 * n, perms)
+    ok = low_byte_agreements(low, np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64), need)
+    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64)[ok], "doc_b": df["doc_b"].to_numpy(np.int64)[ok]})
+
+
+def verify_jaccard(df: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """The pairs whose shingle sets have exact Jaccard >= ``threshold`` (``pairs.set_jaccard``),
+    from rows ``(doc_a, doc_b, shingles_a, shingles_b)`` carrying both partners' sets."""
     if df.empty:
         return SIMILAR_META.copy()
-    n = len(df)
-    ra, rb = np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64)
-    low = np.frombuffer(b"".join([*df["low_a"], *df["low_b"]]), dtype=np.uint8).reshape(2 * n, perms)
-    ok = low_byte_agreements(low, ra, rb, need)
-    sub = df[ok]
-    m = len(sub)
-    sim = set_jaccard([*sub["shingles_a"], *sub["shingles_b"]], np.arange(m, dtype=np.int64),
+    m = len(df)
+    sim = set_jaccard([*df["shingles_a"], *df["shingles_b"]], np.arange(m, dtype=np.int64),
                       np.arange(m, 2 * m, dtype=np.int64), at_least=threshold)
     keep = sim >= threshold - 1e-12
-    return pd.DataFrame({"doc_a": sub["doc_a"].to_numpy(np.int64)[keep], "doc_b": sub["doc_b"].to_numpy(np.int64)[keep],
+    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64)[keep], "doc_b": df["doc_b"].to_numpy(np.int64)[keep],
                          "similarity": np.asarray(sim, np.float64)[keep]})
 
 
