@@ -9,9 +9,15 @@ the workers; ``run`` schedules them; docs/scaling.md has the data flow):
    ``documents/`` and ``fp_<method>/`` written;
 4. candidates: LSH band keys / simhash table keys shuffled by key, pairs
    deduplicated by a shuffle by pair;
-5. verification: the partners' shingle sets joined onto each candidate, exact
-   Jaccard (and simhash distances, carried with the keys);
-6. components: min-label propagation over the jaccard pairs (``components``).
+5. verification: the partners' min-hash low bytes joined onto each candidate
+   (agreement filter), then their shingle sets (exact Jaccard); simhash
+   distances from the values carried with the keys;
+6. components: min-label propagation over the jaccard pairs (``components``);
+7. concept: neighbours from each sketch's rarest values, their components,
+   the miner per component.
+
+``folder`` reads a build folder like an index (``neardup sql``), ``merge``
+makes an index of it (``neardup ingest --from-build``).
 
 Dask is an optional extra (``pip install 'neardup[dask]'``): importing this
 package does not import it; ``build`` raises ``MissingExtra`` without it.
