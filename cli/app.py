@@ -160,10 +160,13 @@ def init(
 @app.command(name="ingest")
 def ingest_cmd(
     inputs: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(help="WARC/WET (.warc[.gz]), JSONL (.jsonl[.gz|.zst]), Parquet, .html/.txt files, folders, or - for stdin."),
-    ],
+    ] = None,
     index: IndexOpt = DEFAULT_INDEX,
+    from_build: Annotated[Path | None, typer.Option("--from-build", file_okay=False,
+                                                    help="Instead of INPUTS: merge the output folder of `neardup build` into a new "
+                                                         "index, one batch per input of the build (no Dask needed).")] = None,
     text_field: Annotated[str, typer.Option(help="JSONL/Parquet field holding the text.")] = "text",
     id_field: Annotated[str | None, typer.Option(help="JSONL/Parquet field holding the url/id [default: url, else id].")] = None,
     html: Annotated[bool, typer.Option("--html", help="The text field holds HTML markup: extract its visible text.")] = False,
@@ -200,7 +203,17 @@ def ingest_cmd(
     """Add crawl files to the index: one atomic batch per input (per --batch-mb of it); re-ingesting is a no-op.
 
     Settings options apply when this creates the index; on an existing index they must match it.
+    With --from-build DIR, the index (new) is made of a build folder instead, with the build's settings.
     """
+    if from_build is not None:
+        if inputs:
+            err.print("[bold red]error:[/] name INPUTS or --from-build, not both")
+            raise typer.Exit(2)
+        _ingest_build(index, from_build, quiet)
+        return
+    if not inputs:
+        err.print("[bold red]error:[/] name the inputs to ingest (files, folders or -), or --from-build DIR")
+        raise typer.Exit(2)
     opts = ReadOptions(text_field=text_field, id_field=id_field, html=html, encoding=encoding, fmt=fmt)
     idx = Index(index)
     failed = False
@@ -222,6 +235,18 @@ def ingest_cmd(
         _fail(exc)
     if failed:
         raise typer.Exit(1)
+
+
+def _ingest_build(index: Path, folder: Path, quiet: bool) -> None:
+    from neardup.distributed.merge import ingest_build
+
+    try:
+        r = ingest_build(Index(index), str(folder))
+    except NeardupError as exc:
+        _fail(exc)
+    if not quiet:
+        out.print(f"merged build {folder} into {index}: batches {r.batch_ids[0] if r.batch_ids else '-'}..{r.batch_ids[-1] if r.batch_ids else '-'}, "
+                  f"{r.n_docs} documents, {r.pairs} pairs, {r.clusters} clusters", highlight=False)
 
 
 def _memory_size(text: str | None) -> int | None:
@@ -305,7 +330,9 @@ def sql(
     if fmt not in ("table", "csv", "json", "tsv"):
         err.print(f"[bold red]error:[/] unknown --format {fmt!r}; use table, csv, json or tsv")
         raise typer.Exit(2)
-    idx = Index(index)
+    from neardup.distributed.folder import BuildFolder
+
+    idx = BuildFolder(index) if BuildFolder.holds(index) else Index(index)  # a build folder reads like an index
     try:
         result = run_sql(idx, query)
     except NeardupError as exc:
@@ -620,10 +647,12 @@ def backup(
             raise typer.Exit(r.check.exit_code)
 
 
+from .build import register as register_build  # noqa: E402
 from .delete import register as register_delete  # noqa: E402
 from .export import register as register_export  # noqa: E402
 from .query import register as _register_query  # noqa: E402
 
+register_build(app)
 register_delete(app)
 register_export(app)
 _register_query(app)

@@ -134,3 +134,17 @@ class SelectionError(NeardupError):
     hint = ("nothing was deleted; `neardup delete --dry-run` shows what a selection takes, "
             "`neardup sql \"SELECT url FROM documents WHERE url LIKE '%...%'\"` finds urls (see docs/cli.md)")
     exit_code = 2
+
+
+class MissingExtra(NeardupError):
+    """An optional dependency the command needs is not installed."""
+
+    hint = "install the extra: pip install 'neardup[dask]'"
+    exit_code = 2
+
+
+class OutputExists(NeardupError):
+    """The output folder of a build already holds files."""
+
+    hint = "name an empty or new folder, or pass --force to replace it"
+    exit_code = 2

@@ -12,7 +12,7 @@ from neardup.cli.app import app
 from .conftest import FIXTURES, run_cli, words_text, write_jsonl
 
 runner = CliRunner()
-COMMANDS = ["init", "ingest", "rebuild", "sql", "info", "evaluate", "generate", "check", "backup", "delete", "export", "query"]
+COMMANDS = ["init", "ingest", "rebuild", "sql", "info", "evaluate", "generate", "check", "backup", "delete", "export", "query", "build"]
 
 
 def invoke(*args, env=None):

@@ -42,11 +42,12 @@ from .groups import KeyGroups, key_pairs
 from .keys import (EMPTY, MAX_TABLE_BITS, band_keys, candidate_postings, lsh_params, pair_methods, prefix_lengths,
                    simhash_keys, simhash_plan)
 from .values import SIGNATURE_VALUES, VALUE_CACHE_BYTES, ValueCache
-from .verify import AGREEMENT_RISK, agree_enough, expected_candidate_rate, min_agreements, shingle_jaccard
+from .verify import (AGREEMENT_RISK, agree_enough, expected_candidate_rate, low_byte_agreements, min_agreements, set_jaccard,
+                     shingle_jaccard)
 
 __all__ = [
     "PAIR_METHODS", "pair_methods", "lsh_params", "band_keys", "simhash_plan", "simhash_keys", "prefix_lengths",
     "candidate_postings", "key_pairs", "find_batch_pairs", "rebuild_pairs", "shingle_jaccard", "expected_candidate_rate",
     "KeyGroups", "ValueCache", "CANDIDATE_BUDGET", "FIRST_SLICE", "VALUE_CACHE_BYTES", "SIGNATURE_VALUES",
-    "AGREEMENT_RISK", "min_agreements", "agree_enough", "CHAIN_RATIO", "SENTENCE_RATIO", "EMPTY", "MAX_TABLE_BITS",
+    "AGREEMENT_RISK", "min_agreements", "agree_enough", "set_jaccard", "low_byte_agreements", "CHAIN_RATIO", "SENTENCE_RATIO", "EMPTY", "MAX_TABLE_BITS",
 ]

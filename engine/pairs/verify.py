@@ -38,31 +38,43 @@ def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, posti
     lets a few more pairs through to the exact verification. (One byte per position is a
     quarter of the memory the comparison reads for the millions of candidate pairs of a
     frame-heavy site.)"""
-    from .. import kernels
-
     if a.size == 0:
         return np.zeros(0, bool)
     ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES,
                               4 * perms, _signature_rows, cache)
     sig = np.ascontiguousarray(rows.reshape(ids.size, perms, 4)[:, :, 3])  # stored big-endian: byte 3 is the lowest
-    return kernels.pair_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
+    return low_byte_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
+
+
+def low_byte_agreements(low: np.ndarray, ra: np.ndarray, rb: np.ndarray, need: int) -> np.ndarray:
+    """``agree_enough`` on values in memory: ``low`` is ``(n, perms)`` uint8, each min-hash's
+    lowest byte; pair ``i`` is rows ``ra[i]``, ``rb[i]``. Linear in pairs x perms."""
+    from .. import kernels
+
+    return kernels.pair_agreements(np.ascontiguousarray(low, dtype=np.uint8), ra, rb, need)
 
 
 def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
                     cache: ValueCache | None = None) -> np.ndarray:
     """Exact Jaccard of the stored word-shingle sets of each pair; with ``at_least``, -1.0 for
     the pairs below it (their merge stops early)."""
-    from .. import kernels
-
     if a.size == 0:
         return np.zeros(0)
     ids, blobs = _values(con, postings, lo, np.concatenate([a, b]), "fp_shingles", "hashes", "shingles", cache)
+    return set_jaccard(blobs, _rows_of(ids, a), _rows_of(ids, b), at_least)
+
+
+def set_jaccard(blobs: list[bytes], ra: np.ndarray, rb: np.ndarray, at_least: float | None = None) -> np.ndarray:
+    """``shingle_jaccard`` on values in memory: ``blobs`` are stored shingle sets (``fp_shingles.hashes``:
+    ascending big-endian uint64), pair ``i`` is blobs ``ra[i]``, ``rb[i]``. One merge per pair."""
+    from .. import kernels
+
     offs = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
     data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
     if at_least is not None:
-        return kernels.pair_jaccard_at_least(data, offs, _rows_of(ids, a), _rows_of(ids, b), float(at_least))
-    return kernels.pair_jaccard(data, offs, _rows_of(ids, a), _rows_of(ids, b))
+        return kernels.pair_jaccard_at_least(data, offs, ra, rb, float(at_least))
+    return kernels.pair_jaccard(data, offs, ra, rb)
 
 
 def minhash_similarity(con, a: np.ndarray, b: np.ndarray, perms: int) -> np.ndarray:
