@@ -98,11 +98,15 @@ def main() -> None:
     ap.add_argument("--corpus", required=True, help="a corpus of benchmarks/scale.py build (its parts/ are read)")
     ap.add_argument("--work", required=True, help="a scratch folder (the local index and the build go there; replaced)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--limit-parts", type=int, default=None, help="only the corpus's first N parts")
     ap.add_argument("--results", default=str(HERE / "results"))
     args = ap.parse_args()
     corpus, work = Path(args.corpus), Path(args.work)
     manifest = json.loads((corpus / "manifest.json").read_text())
-    parts = [corpus / p["file"] for p in manifest["parts"]]
+    chosen = manifest["parts"][: args.limit_parts]
+    parts = [corpus / p["file"] for p in chosen]
+    if args.limit_parts is not None:
+        manifest = {**manifest, "docs": sum(p["docs"] for p in chosen), "text_bytes": sum(p["text_bytes"] for p in chosen)}
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
