@@ -81,21 +81,30 @@ def simhash_plan(bits: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[in
     return blocks, tables
 
 
-def simhash_keys(values: np.ndarray, bits: int) -> np.ndarray:
-    """``(n_docs, tables)`` keys of ``simhash_plan(bits)``: a table's key is the table's
-    number and the bits of its blocks (everything else masked), hashed."""
+def table_masks(bits: int) -> list[np.uint64]:
+    """The bits each table of ``simhash_plan(bits)`` keys on, as a 64-bit mask."""
     plan = simhash_plan(bits)
     assert plan is not None
     blocks, tables = plan
+    out = []
+    for chosen in tables:
+        mask = 0
+        for b in chosen:
+            shift, width = blocks[b]
+            mask |= ((1 << width) - 1) << shift
+        out.append(np.uint64(mask))
+    return out
+
+
+def simhash_keys(values: np.ndarray, bits: int) -> np.ndarray:
+    """``(n_docs, tables)`` keys of ``simhash_plan(bits)``: a table's key is the table's
+    number and the bits of its blocks (everything else masked), hashed."""
+    masks = table_masks(bits)
     v = np.asarray(values, dtype=np.uint64)
-    out = np.empty((v.size, len(tables)), dtype=np.uint64)
+    out = np.empty((v.size, len(masks)), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for t, chosen in enumerate(tables):
-            mask = 0
-            for b in chosen:
-                shift, width = blocks[b]
-                mask |= ((1 << width) - 1) << shift
-            out[:, t] = _mix((v & np.uint64(mask)) ^ (np.uint64(t + 1) * _M1)) * _M2
+        for t, mask in enumerate(masks):
+            out[:, t] = _mix((v & mask) ^ (np.uint64(t + 1) * _M1)) * _M2
     return out
 
 

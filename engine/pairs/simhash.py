@@ -23,27 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from .groups import _within
-from .keys import simhash_plan
+from .keys import table_masks
 
 #: older documents read from the catalog per step (16 bytes each, plus their matches)
 OLD_STEP = 1 << 20
 #: a batch of n documents is scanned when n * SCAN_RATIO >= the documents older than it
 SCAN_RATIO = 16
-
-
-def table_masks(bits: int) -> list[np.uint64]:
-    """The bits each table of ``simhash_plan(bits)`` keys on, as a 64-bit mask."""
-    plan = simhash_plan(bits)
-    assert plan is not None
-    blocks, tables = plan
-    out = []
-    for chosen in tables:
-        mask = 0
-        for b in chosen:
-            shift, width = blocks[b]
-            mask |= ((1 << width) - 1) << shift
-        out.append(np.uint64(mask))
-    return out
 
 
 def use_scan(n_new: int, n_old: int) -> bool:
