@@ -123,3 +123,29 @@ def test_a_reopened_writer_has_room_for_the_next_batch(tmp_path, monkeypatch):
     assert len(writes) == 1
     assert again.get("t", int(keys[3])).tolist() == [4, keys.size + 4]
     again.close()
+
+
+def test_the_mapped_file_is_found_again_only_when_the_map_is_resized(tmp_path, monkeypatch):
+    """Releasing mapped pages needs where data.mdb is mapped: read from /proc/self/maps once per
+    map size (the maps file is thousands of lines long in a process with numba and DuckDB)."""
+    import builtins
+
+    if not __import__("sys").platform.startswith("linux"):
+        pytest.skip("/proc/self/maps is Linux's")
+    store = LmdbPostings(tmp_path / "p")
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: (opened.append(str(f)), real_open(f, *a, **k))[1])
+    try:
+        first = store._map_spans()
+        assert first and all(hi > lo for lo, hi in first)
+        assert store._map_spans() == first
+        store._release()
+        store._release()
+        assert opened.count("/proc/self/maps") == 1
+        store.env.set_mapsize(store.env.info()["map_size"] * 2)
+        assert store._map_spans()
+        assert opened.count("/proc/self/maps") == 2
+    finally:
+        monkeypatch.undo()
+        store.close()

@@ -264,6 +264,7 @@ class LmdbPostings(Postings):
             self.path.mkdir(parents=True, exist_ok=True)
         self.readonly = readonly
         self._unreleased = 0  # keys or values read since the mapped pages were last released
+        self._spans: tuple[int, list[tuple[int, int]]] | None = None  # (map size, where data.mdb is mapped)
         self.env = lmdb.open(
             str(self.path),
             map_size=self.INITIAL_MAP,
@@ -409,15 +410,26 @@ class LmdbPostings(Postings):
         self._unreleased = 0
         if _madvise is None:
             return
+        for lo, hi in self._map_spans():
+            _madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED)
+
+    def _map_spans(self) -> list[tuple[int, int]]:
+        """The address ranges where this process maps ``data.mdb``, read from ``/proc/self/maps``
+        once per map size (LMDB maps the file once and maps it anew only when the map is resized;
+        the maps file of a process with numba's and DuckDB's libraries loaded has thousands of
+        lines, and reading it at every release cost seconds per batch)."""
+        size = self.env.info()["map_size"]
+        if self._spans is not None and self._spans[0] == size:
+            return self._spans[1]
         target = str((self.path / "data.mdb").resolve())
         try:
             with open("/proc/self/maps") as fh:
-                spans = [line.split()[0] for line in fh if line.rstrip().endswith(target)]
+                found = [line.split()[0] for line in fh if line.rstrip().endswith(target)]
         except OSError:
-            return
-        for span in spans:
-            lo, hi = (int(x, 16) for x in span.split("-"))
-            _madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED)
+            return []
+        spans = [tuple(int(x, 16) for x in span.split("-")) for span in found]
+        self._spans = (size, spans)
+        return spans
 
     def get_flat(self, table, keys):
         keys = np.asarray(keys, dtype=np.uint64)
