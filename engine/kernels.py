@@ -571,3 +571,112 @@ def smallest_per_segment(rank, offs, take):
             out[o] = s + order[j]
             o += 1
     return out
+
+
+@njit(cache=True, inline="always")
+def _room(out_a, out_b, n):
+    """``out_a``/``out_b`` with room for element ``n`` (doubled when full)."""
+    if n < out_a.size:
+        return out_a, out_b
+    na = np.empty(2 * out_a.size, np.int64)
+    nb = np.empty(2 * out_b.size, np.int64)
+    na[:n] = out_a[:n]
+    nb[:n] = out_b[:n]
+    return na, nb
+
+
+@njit(cache=True, nogil=True)
+def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need):
+    """The LSH candidates of a slice that pass the agreement filter, without listing the candidates.
+
+    ``d``: the doc ids of a batch's (key, doc) rows sorted by key then id; for each selected row
+    ``sel[i]``, its doc is paired with every earlier doc of its key group (rows ``group_first[i]`` to
+    ``sel[i] - 1``) and with every older holder of its key (``o_ids[o_start[j]:o_start[j + 1]]``,
+    ``j = sel_old[i]``, -1 for none). A pair is kept when the one-byte rows of the two docs agree on
+    at least ``need`` positions (``low_new[new_row[doc - base]]`` for the batch's docs,
+    ``low_old[o_rows[q]]`` for older holder ``q``); each position is counted, so the loop vectorises.
+    Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice)."""
+    n_perm = low_new.shape[1]
+    out_a = np.empty(1024, np.int64)
+    out_b = np.empty(1024, np.int64)
+    n = 0
+    for i in range(sel.size):
+        r = sel[i]
+        b = d[r]
+        yb = new_row[b - base]
+        for e in range(group_first[i], r):
+            a = d[e]
+            if a == b:
+                continue
+            xa = new_row[a - base]
+            same = 0
+            for j in range(n_perm):
+                same += low_new[xa, j] == low_new[yb, j]
+            if same >= need:
+                out_a, out_b = _room(out_a, out_b, n)
+                out_a[n] = a
+                out_b[n] = b
+                n += 1
+        g = sel_old[i]
+        if g < 0:
+            continue
+        for q in range(o_start[g], o_start[g + 1]):
+            xr = o_rows[q]
+            same = 0
+            for j in range(n_perm):
+                same += low_old[xr, j] == low_new[yb, j]
+            if same >= need:
+                out_a, out_b = _room(out_a, out_b, n)
+                out_a[n] = o_ids[q]
+                out_b[n] = b
+                n += 1
+    return out_a[:n], out_b[:n]
+
+
+@njit(cache=True, inline="always")
+def _popcount64(x):
+    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
+    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
+    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * uint64(0x0101010101010101)) >> uint64(56)
+
+
+@njit(cache=True, nogil=True)
+def simhash_table_matches(old_ids, old_values, keys, order, new_ids, new_values, masks, t, bits):
+    """Pairs (older doc, batch doc) within ``bits`` bits that agree on table ``t`` and on no earlier
+    table: ``keys`` are the batch's simhashes masked by ``masks[t]``, sorted (``order`` maps them back
+    to ``new_ids``/``new_values``); each older value is matched by binary search. Returns
+    ``(a, b, distance)``."""
+    n = 0
+    out_a = np.empty(1024, np.int64)
+    out_b = np.empty(1024, np.int64)
+    out_d = np.empty(1024, np.int64)
+    m = masks[t]
+    for i in range(old_values.size):
+        v = old_values[i]
+        km = v & m
+        p = np.searchsorted(keys, km)
+        while p < keys.size and keys[p] == km:
+            j = order[p]
+            p += 1
+            x = v ^ new_values[j]
+            d = _popcount64(x)
+            if d > bits:
+                continue
+            first = True
+            for s in range(t):
+                if (x & masks[s]) == 0:
+                    first = False
+                    break
+            if not first:
+                continue
+            if n == out_a.size:
+                out_a, out_b = _room(out_a, out_b, n)
+                nd = np.empty(out_a.size, np.int64)
+                nd[:n] = out_d[:n]
+                out_d = nd
+            out_a[n] = old_ids[i]
+            out_b[n] = new_ids[j]
+            out_d[n] = d
+            n += 1
+    return out_a[:n], out_b[:n], out_d[:n]

@@ -317,6 +317,40 @@ def test_key_groups_emit_each_pair_once_with_its_newer_member_in_the_range():
                    (3, 12): 2, (4, 12): 1, (10, 12): 2, (11, 12): 1}
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
+    """``KeyGroups.agreeing_pairs`` (candidates never listed, compiled) keeps exactly the candidate
+    pairs of ``KeyGroups.pairs`` whose one-byte rows agree on ``need`` positions, for any range."""
+    from neardup.store.postings import MemoryPostings
+
+    perms = data.draw(st.integers(1, 6))
+    lo = data.draw(st.integers(1, 12))
+    n_new = data.draw(st.integers(1, 15))
+    new = np.arange(lo, lo + n_new, dtype=np.int64)
+    n_keys = data.draw(st.integers(1, 5))
+    rows = data.draw(st.lists(st.tuples(st.sampled_from(new.tolist()), st.integers(0, n_keys - 1)), min_size=1, max_size=40))
+    rows = sorted(set(rows))
+    docs = np.array([d for d, _ in rows], np.uint64)
+    keys = np.array([k * 1000003 for _, k in rows], np.uint64)
+    old = MemoryPostings()
+    old_rows = sorted(set(data.draw(st.lists(st.tuples(st.integers(0, lo - 1), st.integers(0, n_keys)), max_size=30))))
+    if old_rows:
+        old.apply_batch(1, {"t": (np.array([k * 1000003 for _, k in old_rows], np.uint64), np.array([d for d, _ in old_rows], np.uint64))})
+    every = lo + n_new
+    low = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=perms, max_size=perms), min_size=every, max_size=every)), np.uint8)
+    need = data.draw(st.integers(0, perms))
+    cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=4)))) if n_new > 1 else []
+    g = pairs.KeyGroups(keys, docs)  # one for all the slices, as a batch uses it (its cache of old lists)
+    for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
+        a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
+        ok = pairs.low_byte_agreements(low, a, b, need) if a.size else np.zeros(0, bool)
+        want = set(zip(a[ok].tolist(), b[ok].tolist()))
+        ga, gb, n_rows = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: low[ids], need)
+        assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
+        assert n_rows >= a.size
+
+
 def test_rebuild_finds_the_same_pairs_in_the_same_batches(tmp_path):
     recs = corpus(n_base=6, variants=3, seed=9)
     s = every_pair(("shingles", "bottomk", "minhash", "simhash", "a0", "a12"), bottomk=32)

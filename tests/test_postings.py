@@ -149,3 +149,38 @@ def test_the_mapped_file_is_found_again_only_when_the_map_is_resized(tmp_path, m
     finally:
         monkeypatch.undo()
         store.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 700), st.integers(0, 3)), min_size=1, max_size=6),
+       st.lists(st.integers(0, 5000), max_size=40), st.sampled_from([4, 16, 1024]))
+def test_row_tables_in_blocks_read_like_any_value_table(tmp_path_factory, batches, gone, per_block):
+    """``val:minhash8`` (a row table) is stored in blocks of consecutive doc ids: batches that share a
+    block, rows removed by a delete, and reads across blocks give what the in-memory twin gives."""
+    import neardup.store.postings as postings_mod
+
+    saved, postings_mod.ROWS_PER_BLOCK = postings_mod.ROWS_PER_BLOCK, per_block
+    mem = MemoryPostings()
+    lm = LmdbPostings(tmp_path_factory.mktemp("rows"))
+    try:
+        base, b = 1, 0
+        for b, (n, skip) in enumerate(batches, start=1):
+            ids = np.arange(base, base + n, dtype=np.uint64)[skip:]  # a batch may leave ids unused
+            vals = [bytes([(int(i) * 7 + j) % 256 for j in range(5)]) for i in ids.tolist()]
+            for store in (mem, lm):
+                store.apply_batch(b, {"val:minhash8": (ids, vals)})
+            base += n
+        drop = np.array(sorted(set(gone)), dtype=np.uint64)
+        for store in (mem, lm):
+            store.remove_batch(b + 1, {"val:minhash8": (drop, [b""] * drop.size)}, max_doc_id=base)
+        assert lm.dump() == mem.dump()
+        want = np.array([0, 1, 3, 700, base - 1, base + 5, *gone[:5]], dtype=np.uint64)
+        assert lm.get_values("minhash8", want) == mem.get_values("minhash8", want)
+        f1, r1 = lm.get_fixed("minhash8", want, 5)
+        f2, r2 = mem.get_fixed("minhash8", want, 5)
+        assert f1.tolist() == f2.tolist() and r1.tolist() == r2.tolist()
+        left = sum(len(v) for v in mem.dump().values())
+        assert lm._row_count("val:minhash8") == left
+    finally:
+        postings_mod.ROWS_PER_BLOCK = saved
+        lm.close()

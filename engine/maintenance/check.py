@@ -50,8 +50,8 @@ from ..keys import BATCH_TABLES, batch_postings, derive_postings, fingerprint_po
 from ..settings import Settings
 from ..sqlfiles import migrations, query
 from ..store import catalog
-from ..store.index import OLD_LAYOUT_TABLE, PENDING_FILE, Index
-from ..store.postings import VALUES, LmdbPostings
+from ..store.index import PENDING_FILE, Index, old_layout
+from ..store.postings import ROW_TABLES, VALUES, LmdbPostings
 from . import writer_lock
 
 #: documents whose postings the default check compares
@@ -379,13 +379,14 @@ class _Check:
         else:
             self.add("postings applied", PROBLEM, f"ahead of the catalog: applied up to batch {applied}, the catalog's last "
                      f"committed batch is {self.last}", REPAIR_POSTINGS, POSTINGS)
-        if OLD_LAYOUT_TABLE in tables:
-            self.add("postings layout", PROBLEM, f"an older release's layout (table {OLD_LAYOUT_TABLE})", REPAIR_NEXT_WRITE, POSTINGS)
+        older = old_layout(p)
+        if older is not None:
+            self.add("postings layout", PROBLEM, f"an older release's layout (table {older})", REPAIR_NEXT_WRITE, POSTINGS)
         if self.settings is None or self.unreadable:
             self.add("postings content", SKIPPED, "not checked: the catalog cannot be read")
             return
         try:
-            _Content(self, p, min(applied, self.last), count=applied <= self.last and OLD_LAYOUT_TABLE not in tables).run()
+            _Content(self, p, min(applied, self.last), count=applied <= self.last and older is None).run()
         except duckdb.Error as exc:
             self.alive()
             self.add("postings content", SKIPPED, f"not checked: the catalog rows cannot be read ({_first_line(exc)})")
@@ -542,6 +543,8 @@ class _Content:
     def entries(self, table: str) -> int:
         """Entries (key and id pairs, or values) stored in a table, both levels."""
         p = self.p
+        if table.startswith(VALUES) and table[len(VALUES) :] in ROW_TABLES:
+            return p._row_count(table)
         dbs = [p._db(table)] if table.startswith(VALUES) else [p._db(table), p._db(table, recent=True)]
         with p.env.begin() as txn:
             return sum(txn.stat(db)["entries"] for db in dbs if db is not None)

@@ -16,7 +16,8 @@ from .chains import _a12_pairs, _chain_pairs
 from .groups import KeyGroups
 from .keys import candidate_postings, pair_methods, simhash_plan
 from .simhash import scan_pairs, use_scan
-from .values import ValueCache, _fetch
+from ..store.postings import VALUES
+from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
 
@@ -77,6 +78,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     keyed = [m for m in methods if m not in whole]
     groups: dict[str, KeyGroups] = {}
     values = ValueCache()
+    batch_low: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     first, step = lo, FIRST_SLICE
     while keyed and first <= hi:
         last = min(hi, first + step - 1)
@@ -100,8 +102,26 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
                 a, b = a[ok], b[ok]
             return a, b
 
+        def agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if "agree:" + table not in cache:
+                cache["agree:" + table] = timed(_agreeing, table)
+            return cache["agree:" + table]
+
+        def _agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in groups:
+                k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
+                groups[table] = KeyGroups(k, d)
+            if "low" not in batch_low:
+                batch_low["low"] = _batch_low_rows(keys, settings.minhash_perms)
+            new_ids, low_new = batch_low["low"]
+            a, b, n = groups[table].agreeing_pairs(lo, postings, table, first, last, new_ids, low_new,
+                                                   lambda ids: _old_low_rows(con, postings, lo, ids, settings, values),
+                                                   min_agreements(settings.threshold, settings.minhash_perms))
+            rows[0] += n
+            return a, b
+
         for m in keyed:
-            found[m].append(_verify(con, m, cand, postings, lo, settings, values))
+            found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
         step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
         first = last + 1
     t_verify = time.perf_counter()
@@ -133,15 +153,35 @@ def _older(con, m: str, lo: int) -> int:
     return con.sql(f"SELECT count(*) FROM fp_{m} WHERE doc_id < ?", params=[lo]).fetchall()[0][0]
 
 
+def _batch_low_rows(keys: dict, perms: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's documents (ascending) and their one-byte signature rows, from its postings."""
+    ids, vals = keys.get(VALUES + SIGNATURE_VALUES, (np.zeros(0, np.uint64), []))
+    ids = np.asarray(ids, dtype=np.int64)
+    rows = np.frombuffer(b"".join(vals), dtype=np.uint8).reshape(ids.size, perms)
+    order = np.argsort(ids, kind="stable")
+    return ids[order], rows[order]
+
+
+def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings, cache: ValueCache) -> np.ndarray:
+    """One-byte signature rows of older documents ``ids`` (ascending, distinct), in that order."""
+    _, rows = _fixed_values(con, postings, lo, ids, "fp_minhash", "signature", SIGNATURE_VALUES,
+                            settings.minhash_perms, _signature_rows, cache)
+    return rows
+
+
 def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
-            cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity."""
+            cache: ValueCache | None = None, agreeing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity
+    (``agreeing(table)``: the candidates of ``jaccard`` that pass the agreement filter)."""
     t = settings.threshold
     if m == "jaccard":
-        a, b = cand("lsh")
-        # pairs whose signatures agree too rarely for the threshold are not verified
-        ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
-        a, b = a[ok], b[ok]
+        if agreeing is not None:
+            a, b = agreeing("lsh")
+        else:
+            a, b = cand("lsh")
+            # pairs whose signatures agree too rarely for the threshold are not verified
+            ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
+            a, b = a[ok], b[ok]
         sim = shingle_jaccard(con, a, b, postings, lo, at_least=t, cache=cache)
         keep = sim >= t - 1e-12
     elif m == "minhash":

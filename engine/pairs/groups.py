@@ -18,6 +18,10 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
+#: older holder ids ``KeyGroups`` keeps for the slices of one batch (8 bytes each)
+OLD_CACHE_IDS = 8_000_000
+
+
 class KeyGroups:
     """A batch's candidate keys grouped once (equal keys adjacent, ids ascending within a key), so
     the pairs of any range of its documents can be emitted without sorting the batch again."""
@@ -28,9 +32,47 @@ class KeyGroups:
         order = np.lexsort((docs, keys))
         self.k, self.d = keys[order], docs[order].astype(np.int64)
         self.uk, self.first = np.unique(self.k, return_index=True)
-        size = np.diff(np.r_[self.first, self.k.size])
-        self.group = np.repeat(np.arange(self.uk.size), size)
+        self.size = np.diff(np.r_[self.first, self.k.size])
+        self.group = np.repeat(np.arange(self.uk.size), self.size)
         self.pos = np.arange(self.k.size) - self.first[self.group]  # earlier holders in the batch
+        #: older holders of keys that several of the batch's documents hold, read once for all the
+        #: slices that need them (group -> ids); up to ``OLD_CACHE_IDS`` ids in all
+        self.old_cache: dict[int, np.ndarray] = {}
+        self.cached = 0
+
+    def _old_holders(self, lo: int, postings, table: str, sel: np.ndarray):
+        """For the selected rows ``sel``: ``(g, g_at, g_cnt, which, old)``: the distinct key groups
+        of the rows (ascending), where each starts in ``sel`` and how many rows it has there, and
+        every older holder (id < ``lo``) of those keys as ``old[i]`` of group ``g[which[i]]``
+        (grouped by key, ids ascending)."""
+        g, g_at, g_cnt = np.unique(self.group[sel], return_index=True, return_counts=True)
+        if postings is None:
+            return g, g_at, g_cnt, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        hit = np.fromiter((x in self.old_cache for x in g.tolist()), dtype=bool, count=g.size) if self.old_cache else np.zeros(g.size, bool)
+        fetch = np.flatnonzero(~hit)
+        which, old = postings.get_flat(table, self.uk[g[fetch]])
+        keep = old < np.uint64(lo)
+        which, old = which[keep], old[keep].astype(np.int64)
+        # keep the lists of keys whose other holders in the batch lie outside this slice (the slices
+        # holding them read the same list again), while the cache has room
+        again = np.flatnonzero(self.size[g[fetch]] > g_cnt[fetch])
+        if again.size and self.cached < OLD_CACHE_IDS:
+            bounds = np.searchsorted(which, np.r_[again, again + 1].reshape(2, -1))
+            for j, s, e in zip(again.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+                if self.cached >= OLD_CACHE_IDS:
+                    break
+                self.old_cache[int(g[fetch[j]])] = old[s:e].copy()
+                self.cached += e - s + 1
+        which = fetch[which]  # into g
+        if hit.any():
+            at = np.flatnonzero(hit)
+            lists = [self.old_cache[int(x)] for x in g[at].tolist()]
+            lens = np.fromiter((x.size for x in lists), dtype=np.int64, count=len(lists))
+            which = np.concatenate([which, np.repeat(at, lens)])
+            old = np.concatenate([old, *lists])
+            order = np.argsort(which, kind="stable")  # grouped by key again, in the order of g
+            which, old = which[order], old[order]
+        return g, g_at, g_cnt, which, old
 
     def pairs(self, lo: int, postings, table: str, first: int, last: int,
               min_shared: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -48,10 +90,7 @@ class KeyGroups:
             codes.append(_encode(self.d[np.repeat(self.first[self.group[sel]], rep) + _within(rep)], np.repeat(self.d[sel], rep)))
         # against older documents: every old id of a key with every document of the range holding it
         if postings is not None:
-            g, g_at, g_cnt = np.unique(self.group[sel], return_index=True, return_counts=True)
-            which, old = postings.get_flat(table, self.uk[g])
-            keep = old < np.uint64(lo)
-            which, old = which[keep], old[keep].astype(np.int64)
+            _, g_at, g_cnt, which, old = self._old_holders(lo, postings, table, sel)
             if old.size:
                 rep = g_cnt[which]  # the range's documents per key (adjacent in sel: ids ascend in a group)
                 codes.append(_encode(np.repeat(old, rep), self.d[sel[np.repeat(g_at[which], rep) + _within(rep)]]))
@@ -65,6 +104,49 @@ class KeyGroups:
         a, b = _decode(code[starts])
         keep = (a != b) & (shared >= min_shared)
         return a[keep], b[keep], shared[keep], rows
+
+    def agreeing_pairs(self, lo: int, postings, table: str, first: int, last: int, new_ids: np.ndarray,
+                       low_new: np.ndarray, old_low, need: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Of the pairs ``pairs`` would give (``min_shared`` 1), those whose one-byte signature rows
+        agree on at least ``need`` positions, found without listing the others (``kernels.band_agreements``):
+        ``(a, b, rows)``, rows being the candidate rows compared. ``new_ids``/``low_new``: the batch's
+        documents (ascending) and their rows; ``old_low(ids) -> rows`` reads older documents' rows."""
+        from .. import kernels
+
+        empty = np.zeros(0, np.int64)
+        sel = np.flatnonzero((self.d >= first) & (self.d <= last))
+        if sel.size == 0:
+            return empty, empty, 0
+        group_first = self.first[self.group[sel]]
+        rows = int(self.pos[sel].sum())
+        g, _, _, which, old = self._old_holders(lo, postings, table, sel)
+        if old.size:
+            o_start = np.zeros(g.size + 1, np.int64)
+            np.cumsum(np.bincount(which, minlength=g.size), out=o_start[1:])
+            sel_old = np.searchsorted(g, self.group[sel]).astype(np.int64)
+            # the distinct older holders and each entry's row among them, without sorting the entries
+            # (millions where a site's frame makes band keys common): ids are below lo
+            present = np.zeros(lo, np.bool_)
+            present[old] = True
+            uniq = np.flatnonzero(present)
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            o_rows = rank[old]
+            del present, rank
+            low_old = np.ascontiguousarray(old_low(uniq), dtype=np.uint8)
+            rows += int(np.diff(o_start)[sel_old].sum())
+        else:
+            sel_old = np.full(sel.size, -1, np.int64)
+            o_start, o_rows = np.zeros(1, np.int64), empty
+            low_old = np.zeros((0, low_new.shape[1]), np.uint8)
+        base = int(new_ids[0]) if new_ids.size else 0
+        new_row = np.full(int(new_ids[-1]) - base + 1 if new_ids.size else 0, -1, np.int64)
+        new_row[new_ids - base] = np.arange(new_ids.size)
+        a, b = kernels.band_agreements(self.d, group_first, sel, sel_old, o_start, old, o_rows, new_row, base,
+                                       np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need)
+        if a.size:
+            code = np.unique(_encode(a, b))
+            a, b = _decode(code)
+        return a, b, rows
 
 
 def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,

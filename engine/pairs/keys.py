@@ -13,7 +13,7 @@ from ..fingerprints.hashing import P1 as _M1  # the shingle combine's odd multip
 from ..fingerprints.hashing import P2 as _M2
 from ..settings import PAIR_METHODS, Settings
 from ..store.postings import VALUES
-from .values import SIGNATURE_VALUES, _flat, _lists
+from .values import SIGNATURE_VALUES, _flat, _lists, _signature_rows
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 #: beyond this many bits, simhash pairs come from report 002's length window
@@ -138,9 +138,9 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
             keys = band_keys(sig, bands, rows)
             ok = ~(sig == EMPTY).any(axis=1)
             out["lsh"] = (keys[ok].ravel(), np.repeat(ids[ok], bands).astype(np.uint64))
-            if "jaccard" in on:  # the low 32 bits of each min-hash, for the agreement filter
-                raw = (sig & np.uint64(0xFFFFFFFF)).astype(">u4").tobytes()
-                width = 4 * settings.minhash_perms
+            if "jaccard" in on:  # the lowest byte of each min-hash, for the agreement filter
+                raw = _signature_rows(sig).tobytes()
+                width = settings.minhash_perms
                 out[VALUES + SIGNATURE_VALUES] = (ids.astype(np.uint64), [raw[i : i + width] for i in range(0, len(raw), width)])
     if on & {"jaccard", "a11"}:  # the full sets, read back by later batches' verification
         t = con.sql("SELECT doc_id, hashes FROM fp_shingles WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()

@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-#: value table of the min-hash signatures' low 32 bits (the agreement filter of ``jaccard``)
-SIGNATURE_VALUES = "minhash32"
+from ..store.postings import distinct
+
+#: value table of the min-hash signatures' lowest bytes, one per position (the agreement filter of
+#: ``jaccard``); a row table of the postings (``store.postings.ROW_TABLES``)
+SIGNATURE_VALUES = "minhash8"
 
 
 def _lists(con, table: str, column: str, lo: int, hi: int) -> tuple[np.ndarray, pa.Array]:
@@ -23,7 +26,7 @@ def _flat(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fetch(con, table: str, columns: str, ids: np.ndarray) -> pa.Table:
-    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(ids), pa.int64())}))
+    con.register("want_ids", pa.table({"doc_id": pa.array(distinct(ids, np.int64), pa.int64())}))
     try:
         return con.sql(f"SELECT f.doc_id, {columns} FROM {table} f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id").to_arrow_table()
     finally:
@@ -80,7 +83,7 @@ def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column
     """``(sorted ids, (n, width) uint8 rows)`` of a fixed-width value: from ``cache``, older
     documents' from the postings' value table (as one buffer, no object per document), the
     rest from the catalog column (``encode(arrow column) -> rows``)."""
-    ids = np.unique(ids)
+    ids = distinct(ids, np.int64)
     rows = np.zeros((ids.size, width), np.uint8)
     have = np.zeros(ids.size, bool)
     if cache is not None and value_table in cache.fixed:
@@ -113,11 +116,13 @@ def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column
     return ids, rows
 
 
-def _signature_rows(col: pa.ChunkedArray) -> np.ndarray:
-    """Catalog min-hash signatures as the value table stores them: the low 32 bits, big-endian."""
+def _signature_rows(col) -> np.ndarray:
+    """Min-hash signatures (a catalog column, or an ``(n, perms)`` array) as the value table stores
+    them: the lowest byte of each position, ``(n, perms)`` uint8."""
+    if isinstance(col, np.ndarray):
+        return (col & np.uint64(0xFF)).astype(np.uint8)
     flat = col.combine_chunks().flatten().to_numpy().astype(np.uint64)
-    n = len(col)
-    return (flat & np.uint64(0xFFFFFFFF)).astype(">u4").view(np.uint8).reshape(n, -1)
+    return (flat & np.uint64(0xFF)).astype(np.uint8).reshape(len(col), -1)
 
 
 def _simhash_rows(col: pa.ChunkedArray) -> np.ndarray:

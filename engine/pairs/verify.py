@@ -41,9 +41,8 @@ def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, posti
     if a.size == 0:
         return np.zeros(0, bool)
     ids, rows = _fixed_values(con, postings, lo, np.concatenate([a, b]), "fp_minhash", "signature", SIGNATURE_VALUES,
-                              4 * perms, _signature_rows, cache)
-    sig = np.ascontiguousarray(rows.reshape(ids.size, perms, 4)[:, :, 3])  # stored big-endian: byte 3 is the lowest
-    return low_byte_agreements(sig, _rows_of(ids, a), _rows_of(ids, b), need)
+                              perms, _signature_rows, cache)
+    return low_byte_agreements(rows, _rows_of(ids, a), _rows_of(ids, b), need)
 
 
 def low_byte_agreements(low: np.ndarray, ra: np.ndarray, rb: np.ndarray, need: int) -> np.ndarray:

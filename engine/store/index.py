@@ -61,6 +61,16 @@ PENDING_FILE = "batch.pending"
 POSTINGS_DIR = "postings"
 #: a posting table only releases before the rare-values concept search wrote
 OLD_LAYOUT_TABLE = "concept_prefix"
+#: tables only older releases wrote: postings holding one are re-derived in today's layout. ``concept_prefix``:
+#: before the rare-values concept search; ``val:minhash32``: the agreement filter's values before they were
+#: one byte per position in blocks of rows (``val:minhash8``)
+OLD_LAYOUT_TABLES = (OLD_LAYOUT_TABLE, "val:minhash32")
+
+
+def old_layout(postings: LmdbPostings) -> str | None:
+    """The first table of ``OLD_LAYOUT_TABLES`` the postings hold, or None."""
+    have = set(postings.tables()) | set(postings._tables(values=True))
+    return next((t for t in OLD_LAYOUT_TABLES if t in have), None)
 #: what the index keeps after a storage fault at each step of a writer (the end of a StorageError's hint)
 KEEPS_NOTHING = "Nothing in the index was changed"
 KEEPS_OPEN = ("The index keeps its last committed state (`neardup sql` reads it); an interrupted write is finished "
@@ -269,7 +279,7 @@ class Writer:
         last = self.con.execute(query("catalog", "last_committed_batch")).fetchall()[0][0]
         if (self.index.path / PENDING_FILE).exists() or self.postings.applied_batch() != last:
             self.repair()
-        elif OLD_LAYOUT_TABLE in self.postings.tables():
+        elif old_layout(self.postings) is not None:
             # postings of an older release (concept prefix keys): re-derive them in today's layout
             self.rebuild_postings()
             self.con.execute("CHECKPOINT")

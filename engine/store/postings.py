@@ -12,7 +12,13 @@ Besides posting lists, a table named ``val:<name>`` maps a doc id to one
 value (bytes): the fingerprints that verification reads for older
 documents, so that a batch reads only its partners' values instead of
 scanning a catalog column. ``apply_batch`` takes such a table as
-``(doc_ids, list of bytes)``.
+``(doc_ids, list of bytes)``. The value tables of ``ROW_TABLES`` hold one
+short value of the same width for every document and are read for
+millions of candidates a batch; LMDB stores them in blocks of
+``ROWS_PER_BLOCK`` consecutive doc ids (one record a block, each row a
+presence byte and the value), so a read costs a copy per block, not a
+lookup and a Python object per document. Through the interface they are
+value tables like the others.
 
 The store also records ``applied_batch``: the last catalog batch whose
 postings it holds. The catalog is the source of truth; postings are derived
@@ -38,6 +44,11 @@ _MAX_ID = b"max_doc_id_v2"
 _PREFIX = "v2/"
 _RECENT_PREFIX = "v2r/"
 _VAL_PREFIX = "v2val/"
+_ROWS_PREFIX = "v2rows/"
+#: value tables stored as fixed-width rows in blocks of consecutive doc ids (see the module docstring)
+ROW_TABLES = frozenset({"minhash8"})
+#: doc ids per block of a row table
+ROWS_PER_BLOCK = 1024
 #: table-name prefix of value tables in ``apply_batch``'s argument
 VALUES = "val:"
 #: keys looked up per read transaction; the mapped pages are released after each slice. Each random
@@ -52,6 +63,8 @@ RELEASE_AFTER = 2048
 #: records written by one ``putmulti`` before the mapped pages are released
 PUT_RUN = 1 << 14
 _MADV_DONTNEED = 4
+#: blocks of a row table read per transaction (each about ROWS_PER_BLOCK x (width + 1) bytes)
+_BLOCK_SLICE = 64
 
 
 def _libc_madvise():
@@ -70,6 +83,15 @@ def _libc_madvise():
 _madvise = _libc_madvise()
 _KEY_DTYPE = np.dtype(">u8")  # big-endian keys and ids sort numerically in LMDB
 _VAL_DTYPE = np.dtype(">u8")
+
+
+def distinct(x: np.ndarray, dtype=np.uint64) -> np.ndarray:
+    """``np.unique(x)``, without sorting again when ``x`` is already strictly ascending (as the keys
+    and ids the pair search passes are)."""
+    x = np.asarray(x, dtype=dtype)
+    if x.size < 2 or bool((x[1:] > x[:-1]).all()):
+        return x
+    return np.unique(x)
 
 
 def group_postings(keys: np.ndarray, doc_ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -295,7 +317,8 @@ class LmdbPostings(Postings):
             if meta:
                 name = table
             elif value:
-                name = _VAL_PREFIX + table[len(VALUES) :]
+                rest = table[len(VALUES) :]
+                name = (_ROWS_PREFIX if rest in ROW_TABLES else _VAL_PREFIX) + rest
             else:
                 name = (_RECENT_PREFIX if recent else _PREFIX) + table
             name = name.encode("utf-8")
@@ -312,7 +335,7 @@ class LmdbPostings(Postings):
         """``(key, id)`` rows of ``keys`` (every key when None), both levels, sorted by key then id."""
         want = None
         if keys is not None:
-            keys = np.unique(np.asarray(keys, dtype=np.uint64))
+            keys = distinct(keys)
             if keys.size == 0:
                 return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
             kb = keys.astype(_KEY_DTYPE).tobytes()
@@ -360,8 +383,11 @@ class LmdbPostings(Postings):
         return {int(k[s]): v[s:e] for s, e in zip(starts.tolist(), np.r_[starts[1:], k.size].tolist())}
 
     def get_values(self, table, ids):
+        if table in ROW_TABLES:
+            found, rows = self._get_rows(table, ids)
+            return {int(i): r.tobytes() for i, r in zip(found.tolist(), rows)}
         db = self._db(VALUES + table)
-        ids = np.unique(np.asarray(ids, dtype=np.uint64))
+        ids = distinct(ids)
         if db is None or ids.size == 0:
             return {}
         kb = ids.astype(_KEY_DTYPE).tobytes()
@@ -374,8 +400,13 @@ class LmdbPostings(Postings):
         return out
 
     def get_fixed(self, table, ids, width):
+        if table in ROW_TABLES:
+            found, rows = self._get_rows(table, ids)
+            if rows.shape[1] != width and found.size:
+                raise ValueError(f"value table {table}: values are {rows.shape[1]} bytes, not {width}")
+            return found, rows.reshape(found.size, width)
         db = self._db(VALUES + table)
-        ids = np.unique(np.asarray(ids, dtype=np.uint64))
+        ids = distinct(ids)
         if db is None or ids.size == 0:
             return np.zeros(0, np.int64), np.zeros((0, width), np.uint8)
         kb = ids.astype(_KEY_DTYPE).tobytes()
@@ -394,6 +425,90 @@ class LmdbPostings(Postings):
         if rows.size != found.size * width:
             raise ValueError(f"value table {table}: values are not all {width} bytes")
         return found, rows.reshape(found.size, width)
+
+    def _get_rows(self, table: str, ids) -> tuple[np.ndarray, np.ndarray]:
+        """``(found ids ascending, (n, width) uint8 rows)`` of a row table (``ROW_TABLES``): the
+        blocks holding ``ids`` are read whole, one copy each."""
+        db = self._db(VALUES + table)
+        ids = distinct(ids).astype(np.int64)
+        if db is None or ids.size == 0:
+            return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8)
+        block = ids // ROWS_PER_BLOCK
+        wanted = np.unique(block)
+        kb = wanted.astype(np.uint64).astype(_KEY_DTYPE).tobytes()
+        keys = [kb[i : i + 8] for i in range(0, len(kb), 8)]
+        found, rows = [], []
+        for s in range(0, len(keys), _BLOCK_SLICE):
+            with self.env.begin(db=db) as txn:
+                for k, v in txn.cursor().getmulti(keys[s : s + _BLOCK_SLICE]):
+                    b = int.from_bytes(k, "big")
+                    arr = np.frombuffer(v, dtype=np.uint8).reshape(ROWS_PER_BLOCK, -1)
+                    lo, hi = np.searchsorted(block, [b, b + 1])
+                    at = ids[lo:hi] - b * ROWS_PER_BLOCK
+                    present = arr[at, 0] == 1
+                    found.append(ids[lo:hi][present])
+                    rows.append(arr[at[present], 1:])  # a copy: the block's buffer is LMDB's
+            self._release()
+        if not found:
+            return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8)
+        return np.concatenate(found), np.concatenate(rows)
+
+    def _row_count(self, table: str) -> int:
+        """Documents present in a row table."""
+        db = self._db(table)
+        if db is None:
+            return 0
+        n = 0
+        with self.env.begin(db=db) as txn:
+            for _, v in txn.cursor():
+                n += int(np.count_nonzero(np.frombuffer(v, dtype=np.uint8).reshape(ROWS_PER_BLOCK, -1)[:, 0]))
+        self._release()
+        return n
+
+    def _put_rows(self, txn, db, ids, vals: list, table: str) -> None:
+        """Write one batch's rows into their blocks (a block the batch shares with earlier ids is
+        read, updated and written back)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size == 0:
+            return
+        width = len(vals[0])
+        rows = np.frombuffer(b"".join(vals), dtype=np.uint8)
+        if rows.size != ids.size * width:
+            raise ValueError(f"value table {table}: values are not all {width} bytes")
+        rows = rows.reshape(ids.size, width)
+        self._update_blocks(txn, db, ids, rows, table)
+
+    def _update_blocks(self, txn, db, ids: np.ndarray, rows: np.ndarray | None, table: str) -> None:
+        """Set the rows of ``ids`` (``rows`` None: clear them) in their blocks."""
+        if ids.size == 0:
+            return
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        block = ids // ROWS_PER_BLOCK
+        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        for s, e in zip(starts.tolist(), np.r_[starts[1:], ids.size].tolist()):
+            b = int(block[s])
+            key = b.to_bytes(8, "big")
+            old = txn.get(key, db=db)
+            width = rows.shape[1] if rows is not None else None
+            if old is not None:
+                arr = np.frombuffer(old, dtype=np.uint8).reshape(ROWS_PER_BLOCK, -1).copy()
+                if width is not None and arr.shape[1] != width + 1:
+                    raise ValueError(f"value table {table}: values are {arr.shape[1] - 1} bytes, not {width}")
+            elif rows is None:
+                continue
+            else:
+                arr = np.zeros((ROWS_PER_BLOCK, width + 1), dtype=np.uint8)
+            at = ids[s:e] - b * ROWS_PER_BLOCK
+            if rows is None:
+                arr[at] = 0
+            else:
+                arr[at, 0] = 1
+                arr[at, 1:] = rows[order[s:e]]
+            if rows is None and not arr[:, 0].any():
+                txn.delete(key, db=db)
+            else:
+                txn.put(key, arr.tobytes(), db=db)
 
     def _read(self, n: int) -> None:
         """``n`` keys or values were just read: release the mapped pages once ``RELEASE_AFTER`` have
@@ -491,6 +606,9 @@ class LmdbPostings(Postings):
         top = 0
         with self.env.begin(write=True) as txn:
             for table, (ids, vals) in values.items():
+                if table[len(VALUES) :] in ROW_TABLES:
+                    self._put_rows(txn, dbs[table], ids, vals, table)
+                    continue
                 order = np.argsort(np.asarray(ids, dtype=np.uint64), kind="stable")
                 kb = np.asarray(ids, dtype=np.uint64)[order].astype(_KEY_DTYPE).tobytes()
                 self._put(txn.cursor(db=dbs[table]), ((kb[8 * j : 8 * j + 8], vals[i]) for j, i in enumerate(order.tolist())), False)
@@ -538,6 +656,10 @@ class LmdbPostings(Postings):
         with self.env.begin(write=True) as txn:
             for table, (keys, ids) in sorted(removed.items()):
                 if table.startswith(VALUES):
+                    if table[len(VALUES) :] in ROW_TABLES:
+                        for db in levels[table]:
+                            self._update_blocks(txn, db, np.unique(np.asarray(keys, dtype=np.int64)), None, table)
+                        continue
                     for db in levels[table]:
                         kb = np.unique(np.asarray(keys, dtype=np.uint64)).astype(_KEY_DTYPE).tobytes()  # a value table is keyed by doc id
                         for j in range(0, len(kb), 8):
@@ -578,7 +700,7 @@ class LmdbPostings(Postings):
         with self.env.begin() as txn:
             names = [bytes(k).decode() for k, _ in txn.cursor()]
         if values:
-            return sorted(VALUES + n[len(_VAL_PREFIX) :] for n in names if n.startswith(_VAL_PREFIX))
+            return sorted(VALUES + n[len(p) :] for n in names for p in (_VAL_PREFIX, _ROWS_PREFIX) if n.startswith(p))
         return sorted({n[len(p) :] for n in names for p in (_PREFIX, _RECENT_PREFIX) if n.startswith(p)})
 
     def stats(self) -> dict[str, int]:
@@ -596,7 +718,14 @@ class LmdbPostings(Postings):
                 out[name] = tab
         for name in self._tables(values=True):
             with self.env.begin(db=self._db(name)) as txn:
-                vals = {int.from_bytes(bytes(k), "big"): bytes(v).hex() for k, v in txn.cursor()}
+                if name[len(VALUES) :] in ROW_TABLES:  # blocks of rows: one value per present row
+                    vals = {}
+                    for k, v in txn.cursor():
+                        arr = np.frombuffer(v, dtype=np.uint8).reshape(ROWS_PER_BLOCK, -1)
+                        base = int.from_bytes(bytes(k), "big") * ROWS_PER_BLOCK
+                        vals.update({base + int(i): arr[i, 1:].tobytes().hex() for i in np.flatnonzero(arr[:, 0])})
+                else:
+                    vals = {int.from_bytes(bytes(k), "big"): bytes(v).hex() for k, v in txn.cursor()}
             if vals:
                 out[name] = vals
         return dict(sorted(out.items()))
