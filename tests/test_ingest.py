@@ -189,30 +189,38 @@ def test_each_batch_reports_its_stages_in_order(tmp_path, monkeypatch):
     assert seen == [(b, s) for b in res.batch_ids for s in STAGES]
 
 
-def test_postings_of_an_older_release_are_re_derived_in_todays_layout(tmp_path):
-    """An index whose postings hold the concept prefix keys of an older release gets them
-    re-derived from the catalog the first time a writer opens it."""
+@pytest.mark.parametrize("older", ["concept_prefix", "val:minhash32"])
+def test_postings_of_an_older_release_are_re_derived_in_todays_layout(tmp_path, older):
+    """An index whose postings hold a table of an older release's layout (the concept prefix keys;
+    the agreement filter's 32-bit values) gets them re-derived from the catalog the first time a
+    writer opens it."""
     import lmdb
 
     from neardup.neighbours import VALUES_TABLE
-    from neardup.store.index import OLD_LAYOUT_TABLE
+    from neardup.store.index import OLD_LAYOUT_TABLES, old_layout
     from neardup.store.postings import LmdbPostings
 
+    assert older in OLD_LAYOUT_TABLES
     idx = Index(tmp_path / "idx")
     ingest(idx, str(FIXTURES / "text" / "docs.jsonl"))
     want = snapshot(idx.path)["postings"]
     env = lmdb.open(str(idx.postings_path), max_dbs=64)
-    db = env.open_db(b"v2/" + OLD_LAYOUT_TABLE.encode(), dupsort=True, dupfixed=True)
-    with env.begin(write=True) as txn:
-        txn.put((7).to_bytes(8, "big"), (1).to_bytes(8, "big"), db=db)
+    if older.startswith("val:"):
+        db = env.open_db(b"v2val/" + older[4:].encode())
+        with env.begin(write=True) as txn:
+            txn.put((1).to_bytes(8, "big"), b"\x00" * 400, db=db)
+    else:
+        db = env.open_db(b"v2/" + older.encode(), dupsort=True, dupfixed=True)
+        with env.begin(write=True) as txn:
+            txn.put((7).to_bytes(8, "big"), (1).to_bytes(8, "big"), db=db)
     env.close()
     p = LmdbPostings(idx.postings_path, readonly=True)
-    assert OLD_LAYOUT_TABLE in p.tables()
+    assert old_layout(p) == older
     p.close()
     with idx.writer():
         pass
     got = snapshot(idx.path)["postings"]
-    assert OLD_LAYOUT_TABLE not in got and VALUES_TABLE in got
+    assert older not in got and VALUES_TABLE in got
     assert got == want
 
 
