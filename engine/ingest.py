@@ -205,6 +205,21 @@ class _Versions:
         self.w = writer
         # url -> list of [doc_id, content_hash, version, is_latest]
         self.by_url: dict[str, list[list[int]]] = {}
+        #: older versions this batch makes not latest, marked in the catalog once at the end of the
+        #: batch (``flush``; an UPDATE scans the documents table, once per chunk it cost seconds a batch)
+        self.superseded: list[int] = []
+
+    def flush(self) -> None:
+        """Mark the versions superseded so far as not latest."""
+        if not self.superseded:
+            return
+        con = self.w.con
+        con.register("old_ids", pa.table({"doc_id": pa.array(self.superseded, pa.int64())}))
+        try:
+            con.execute(query("catalog", "supersede"))
+        finally:
+            con.unregister("old_ids")
+        self.superseded = []
 
     def load(self, urls: list[str], url_hashes: np.ndarray) -> None:
         todo = [(u, int(k)) for u, k in zip(urls, url_hashes.tolist()) if u not in self.by_url]
@@ -434,6 +449,7 @@ def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int,
             first = False
         if res.n_bytes >= budget:
             break
+    versions.flush()
     return next_doc
 
 
@@ -445,7 +461,7 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     keep = np.zeros(len(urls), dtype=bool)
     doc_ids = np.zeros(len(urls), dtype=np.int64)
     vers = np.zeros(len(urls), dtype=np.int32)
-    superseded: list[int] = []
+    superseded = versions.superseded
     for i, (u, ch) in enumerate(zip(urls, hashes.tolist())):
         known = versions.by_url[u]
         if any(v[1] == ch for v in known):
@@ -464,12 +480,6 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
         next_doc += 1
     n = int(keep.sum())
     con = w.con
-    if superseded:
-        con.register("old_ids", pa.table({"doc_id": pa.array(superseded, pa.int64())}))
-        try:
-            con.execute(query("catalog", "supersede"))
-        finally:
-            con.unregister("old_ids")
     if n:
         mask = pa.array(keep)
         kept = t.filter(mask)
