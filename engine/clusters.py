@@ -169,10 +169,7 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
                 gone.append(cid)
     _remove(con, gone, "concept", batch_id)
     new = set(range(lo, hi + 1))
-    found = []
-    for q in sorted(nb):
-        for c in concepts.mine_anchor(q, sk[q], {e: sk[e] for e in nb[q]}, k, lambda d: d in new):
-            found.append((c.members, c.support, c.common, c.truncated))
+    found = [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
     _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
     return {"created": len(found), "removed": len(gone)}
 

@@ -28,17 +28,28 @@ exactly those maximal sets, locally:
 A work budget per anchor (100,000 search nodes, 1,000 reported sets) bounds
 the exponential worst case; when it runs out the anchor reports one
 **truncated** cluster, its whole neighbourhood, instead (``Concept.truncated``).
+
+``mine_anchor`` and ``mine_anchors`` (many anchors in one call) run the
+compiled search of ``neardup.concept_kernels``: masks of ``ceil(|S(q)| / 64)``
+words, the nodes visited and counted against the budget in the same order.
+``mine_anchor_reference`` (Python ints as bitsets, ``masks`` and a recursive
+``_dfs``) is the definition they follow; ``tests/test_concept_kernels.py``
+compares the two set for set, truncation included.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
+from . import concept_kernels
+
 #: search nodes an anchor may visit; each visited node costs a few bit operations per neighbour
-#: (about 16 µs with 300 neighbours). On the real two-release site one anchor needed 28,196 nodes
+#: (with 300 neighbours, about 0.8 µs compiled, 18 µs in the Python reference). On the real two-release site one anchor needed 28,196 nodes
 #: for its 578 maximal sets: at 20,000 it was truncated, and the clusters then depended on the
 #: batch split (docs/clusters.md, "Bounded")
 DEFAULT_BUDGET = 100_000
@@ -46,7 +57,7 @@ DEFAULT_BUDGET = 100_000
 MAX_SETS = 1_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Concept:
     """A maximal set of documents with at least k common sketch elements."""
 
@@ -82,13 +93,98 @@ def masks(sq: np.ndarray, others: Iterable[np.ndarray]) -> list[int]:
 
 def mine_anchor(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k: int,
                 is_new=lambda d: True, budget: int = DEFAULT_BUDGET) -> list[Concept]:
-    """The maximal sets containing ``q`` whose smallest new member is ``q``.
+    """The maximal sets containing ``q`` whose smallest new member is ``q``, in the order the
+    search reports them (compiled; ``mine_anchor_reference`` defines the result).
 
-    ``sq``: q's sketch (distinct values, any order, the same order defines the
-    bits); ``neighbours``: ``{doc: sketch}`` of every document sharing at least
-    ``k`` elements with q (q itself excluded); ``is_new(doc)``: whether a
-    document is new (sets are reported from their smallest new member).
+    ``sq``: q's sketch (distinct values, any order); ``neighbours``: ``{doc: sketch}`` of every
+    document sharing at least ``k`` elements with q (q itself excluded); ``is_new(doc)``: whether
+    a document is new (sets are reported from their smallest new member).
     """
+    sq = np.asarray(sq)
+    if sq.size < k:
+        return []
+    docs = sorted(neighbours)
+    parts = [sq]
+    parts += map(neighbours.__getitem__, docs)
+    new = np.zeros(len(parts), dtype=np.bool_)
+    for i in range(bisect_left(docs, q)):  # only a smaller new neighbour matters
+        if is_new(docs[i]):
+            new[i + 1] = True
+    vals, lens = _values(parts)
+    found = concept_kernels.mine_anchor(vals, lens, np.array([q, *docs], dtype=np.int64), new, k, budget, MAX_SETS)
+    return _concepts(found, [sq.dtype])
+
+
+def mine_anchors(anchors: Iterable[int], sketches: Mapping[int, np.ndarray], neighbours: Mapping[int, Iterable[int]],
+                 k: int, is_new=lambda d: True, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """``mine_anchor`` for each of ``anchors`` in turn, in one compiled call: what each reports,
+    anchor after anchor. ``neighbours[q]``: the documents of ``N(q)`` (q excluded; one listed
+    twice counts once); ``sketches``: every sketch involved; ``is_new`` is asked once per document."""
+    pos: dict[int, int] = {}
+    parts: list[np.ndarray] = []
+    anchor_pos, nb, nb_off = [], [], [0]
+    for q in anchors:
+        ns = sorted(set(neighbours[q]))
+        for d in (q, *ns):
+            if d not in pos:
+                pos[d] = len(parts)
+                parts.append(sketches[d])
+        anchor_pos.append(pos[q])
+        nb += map(pos.__getitem__, ns)
+        nb_off.append(len(nb))
+    if not anchor_pos:
+        return []
+    docs = list(pos)
+    new = np.fromiter(map(is_new, docs), dtype=np.bool_, count=len(docs))
+    vals, lens = _values(parts)
+    found = concept_kernels.mine_anchors(vals, lens, np.array(docs, dtype=np.int64), new, np.array(anchor_pos, dtype=np.int64),
+                                         np.array(nb_off, dtype=np.int64), np.array(nb, dtype=np.int64), k, budget, MAX_SETS)
+    return _concepts(found, [np.asarray(parts[a]).dtype for a in anchor_pos])
+
+
+def _values(parts: list) -> tuple[np.ndarray, np.ndarray]:
+    """Sketches as one uint64 array and their lengths (values are compared as uint64)."""
+    vals = np.concatenate(parts)
+    if vals.dtype != np.uint64:
+        parts = [np.asarray(p) for p in parts]
+        vals = np.concatenate([p.astype(np.uint64) for p in parts]) if vals.dtype.kind == "f" else vals.astype(np.uint64)
+    return vals, np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+
+
+def _concepts(found: tuple, dtypes: list) -> list[Concept]:
+    """What ``concept_kernels.mine_anchors`` returns as Concepts, common elements in the type of
+    their anchor's sketch (``dtypes[anchor position]``)."""
+    rows, values = found
+    nr = int(rows[0])
+    if not nr:
+        return []
+    end = 1 + 6 * nr
+    meta = rows[1:end].tolist()
+    mem = rows[end : end + meta[-4]]
+    pos = rows[end + meta[-4] :]  # after the last set's members
+    # small lists set by set: one list of every member would be traversed by each garbage collection
+    out = []
+    m0 = p0 = 0
+    v0 = -1
+    for r in range(0, end - 1, 6):
+        a, t, m1, p1, v, n = meta[r : r + 6]
+        if v != v0:  # the anchor's sorted values, shared by its sets' common elements
+            v0 = v
+            signed = dtypes[a] != np.uint64
+            sq = (values[v : v + n].astype(dtypes[a]) if signed else values[v : v + n]).tolist()
+        if p1 - p0 > 1:
+            common = itemgetter(*pos[p0:p1].tolist())(sq)
+        else:
+            common = (sq[int(pos[p0])],) if p1 > p0 else ()
+        out.append(Concept(tuple(mem[m0:m1].tolist()), tuple(sorted(common)) if signed else common, t == 1))
+        m0, p0 = m1, p1
+    return out
+
+
+def mine_anchor_reference(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k: int,
+                          is_new=lambda d: True, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """``mine_anchor`` in Python, the definition: bitsets are Python ints (bit i: ``sq[i]``,
+    ``masks``) and the search the recursive ``_dfs``."""
     sq = np.asarray(sq)
     if sq.size < k:
         return []
@@ -175,12 +271,8 @@ def mine(sketches: Mapping[int, np.ndarray], k: int, neighbours: Mapping[int, li
     that contains a ``new`` document (all documents when None), each once."""
     nb = neighbours if neighbours is not None else neighbours_brute(sketches, k)
     is_new = (lambda d: True) if new is None else (lambda d: d in new)
-    out = []
-    for q in sorted(sketches if new is None else new):
-        if not nb.get(q):
-            continue
-        out += mine_anchor(q, np.asarray(sketches[q]), {e: np.asarray(sketches[e]) for e in nb[q]}, k, is_new, budget)
-    return sorted(out, key=lambda c: c.members)
+    anchors = [q for q in sorted(sketches if new is None else new) if nb.get(q)]
+    return sorted(mine_anchors(anchors, sketches, nb, k, is_new, budget), key=lambda c: c.members)
 
 
 def brute_force(sketches: Mapping[int, Iterable[int]], k: int) -> set[tuple[tuple[int, ...], int]]:

@@ -638,7 +638,7 @@ def _popcount64(x):
     x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
     x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
     x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
-    return (x * uint64(0x0101010101010101)) >> uint64(56)
+    return np.int64((x * uint64(0x0101010101010101)) >> uint64(56))
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,117 @@
+"""The compiled concept miner (``neardup.concept_kernels``) against the Python reference, set for set."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import concepts
+
+
+def family_context(seed: int, n_docs: int, size: int, universe: int, dtype=np.uint64) -> dict[int, np.ndarray]:
+    """Sketches of ``size`` distinct values (in random order) for ``n_docs`` documents: a few
+    families of near-copies of a base sketch, each copy replacing a few values, so that
+    neighbourhoods are rich and overlap in many ways."""
+    rng = np.random.default_rng(seed)
+    bases = [rng.choice(universe, size, replace=False) for _ in range(int(rng.integers(1, 4)))]
+    out = {}
+    for d in range(n_docs):
+        s = set(bases[int(rng.integers(len(bases)))].tolist())
+        for _ in range(int(rng.integers(0, max(1, size // 4)))):
+            s.discard(int(rng.choice(list(s))))
+        while len(s) < size:
+            s.add(int(rng.integers(universe)))
+        v = np.array(sorted(s), dtype=np.int64)
+        if dtype == np.int64:
+            v = v - universe // 2
+        out[int(rng.integers(0, 3)) + 3 * d] = rng.permutation(v).astype(dtype)  # ids with gaps
+    return out
+
+
+def overlaps(sk: dict[int, np.ndarray]) -> list[int]:
+    """How many values each pair of documents shares."""
+    sets = [set(v.tolist()) for v in sk.values()]
+    return sorted(len(a & b) for i, a in enumerate(sets) for b in sets[i + 1 :])
+
+
+def both(q, sk, nbs, k, is_new, budget):
+    args = (q, sk[q], {e: sk[e] for e in nbs}, k, is_new, budget)
+    return concepts.mine_anchor(*args), concepts.mine_anchor_reference(*args)
+
+
+contexts = st.tuples(
+    st.integers(0, 2**32 - 1),  # seed
+    st.integers(1, 14),  # documents
+    st.sampled_from([3, 8, 40, 64, 65, 100, 130, 200, 320]),  # sketch size
+    st.sampled_from([2, 4, 1000]),  # universe / size
+)
+
+
+@settings(max_examples=300)
+@given(contexts, st.data())
+def test_compiled_miner_equals_the_reference(ctx, data):
+    seed, n_docs, size, spread = ctx
+    sk = family_context(seed, n_docs, size, max(size + 1, size * spread // 2))
+    # k near the overlaps the pairs actually have, so that the search branches
+    k = max(1, data.draw(st.sampled_from(overlaps(sk) or [size]), "overlap") + data.draw(st.integers(-1, 1), "shift"))
+    new = data.draw(st.sets(st.sampled_from(sorted(sk))), "new")
+    is_new = new.__contains__
+    budget = data.draw(st.sampled_from([0, 1, 2, 3, 5, 8, 20, 100, concepts.DEFAULT_BUDGET]), "budget")
+    nb = concepts.neighbours_brute(sk, k)
+    for q in sorted(sk):
+        got, want = both(q, sk, nb[q], k, is_new, budget)
+        assert got == want, (q, k, budget)
+    anchors = [q for q in sorted(sk) if nb[q]]
+    want = [c for q in anchors for c in concepts.mine_anchor_reference(q, sk[q], {e: sk[e] for e in nb[q]}, k, is_new, budget)]
+    assert concepts.mine_anchors(anchors, sk, nb, k, is_new, budget) == want
+    assert concepts.mine_anchors(anchors, sk, {q: ns + ns[:1] for q, ns in nb.items()}, k, is_new, budget) == want
+
+
+@settings(max_examples=200)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 10), st.data())
+def test_any_neighbour_lists_and_signed_values(seed, n_docs, data):
+    """Beyond the contract (neighbours that share fewer than k values, signed values): still the
+    reference's answer."""
+    sk = family_context(seed, n_docs, data.draw(st.sampled_from([5, 70]), "size"), 150, np.int64)
+    ids = sorted(sk)
+    k = data.draw(st.integers(1, 8), "k")
+    q = data.draw(st.sampled_from(ids), "q")
+    nbs = data.draw(st.sets(st.sampled_from([d for d in ids if d != q]) if len(ids) > 1 else st.nothing()), "nbs")
+    new = data.draw(st.sets(st.sampled_from(ids)), "new")
+    budget = data.draw(st.sampled_from([0, 3, 30, concepts.DEFAULT_BUDGET]), "budget")
+    got, want = both(q, sk, nbs, k, new.__contains__, budget)
+    assert got == want
+
+
+@pytest.mark.parametrize("max_sets", [0, 1, 2, 5])
+def test_the_cap_on_reported_sets_truncates_the_same_anchors(monkeypatch, max_sets):
+    monkeypatch.setattr(concepts, "MAX_SETS", max_sets)
+    truncated = 0
+    for seed in range(30):
+        sk = family_context(seed, 12, 40, 60)
+        nb = concepts.neighbours_brute(sk, 30)
+        for q in sorted(sk):
+            got, want = both(q, sk, nb[q], 30, lambda d: True, concepts.DEFAULT_BUDGET)
+            assert got == want, (seed, q)
+            truncated += any(c.truncated for c in want)
+    assert truncated
+
+
+def test_many_sets_and_a_budget_between_them():
+    """An anchor with hundreds of maximal sets: every budget around the nodes it needs gives the
+    reference's answer (complete above, truncated below)."""
+    rng = np.random.default_rng(7)
+    base = rng.choice(10**6, 100, replace=False)
+    sk = {1: base.astype(np.uint64)}
+    for d in range(2, 40):
+        s = base.copy()
+        s[rng.choice(100, 6, replace=False)] = rng.integers(10**6, 2 * 10**6, 6)
+        sk[d] = s.astype(np.uint64)
+    nb = concepts.neighbours_brute(sk, 88)
+    full = concepts.mine_anchor_reference(1, sk[1], {e: sk[e] for e in nb[1]}, 88)
+    assert len(full) > 50 and not any(c.truncated for c in full)
+    for budget in (1, 10, 100, 500, 1000, 2000, 5000, concepts.DEFAULT_BUDGET):
+        got, want = both(1, sk, nb[1], 88, lambda d: True, budget)
+        assert got == want, budget
