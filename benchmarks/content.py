@@ -12,7 +12,14 @@ page. Per extractor it measures
   index finds as ``jaccard`` pairs;
 * the ``jaccard`` pairs between *different* urls, and of those found on the
   full text, how many have main contents (resiliparse's) that are
-  near-duplicates too (the rest are frame-only pairs).
+  near-duplicates too (the rest are frame-only pairs);
+* the *unchanged* mirrors: those whose page text proper, the site's own
+  main element (``site`` below), has the same words in the same order in
+  both releases, so that only the frame around it changed; of those, how
+  many each extractor's index finds as ``jaccard`` pairs. This is the case
+  main-content extraction is for (the same article under two frames);
+  mirrors whose own text was edited between the releases are another
+  matter, which no extractor can turn into a pair.
 
 Extractors: ``full`` (today's whole visible text, ``neardup.text``),
 ``resiliparse`` (``extract_plain_text(main_content=True)`` with the options
@@ -206,7 +213,22 @@ def index_pairs(t: pa.Table, texts: list[str]) -> list[tuple[str, str, str, str]
     return [(*a.split(" ", 1), *b.split(" ", 1)) for a, b in rows]
 
 
-def quality(name: str, t: pa.Table, full: pa.Table, main_sets: dict[tuple[str, str], np.ndarray] | None) -> dict:
+def unchanged_mirrors(site: pa.Table) -> set[str]:
+    """The urls whose site main element (``_site``) holds at least MIN_WORDS words and the same words in
+    the same order in both releases (neardup's normal form and words)."""
+    from neardup import text
+
+    own = site.column("text").combine_chunks()
+    words = text.words(text.normal_form(own.fill_null(""))).to_pylist()
+    by_url: dict[str, dict[str, tuple[str, ...]]] = {}
+    for r, u, x, w in zip(site.column("release").to_pylist(), site.column("url").to_pylist(), own.to_pylist(), words):
+        if x is not None and len(w) >= MIN_WORDS:
+            by_url.setdefault(u, {})[r] = tuple(w)
+    return {u for u, d in by_url.items() if len(d) == 2 and d[RELEASES[0]] == d[RELEASES[1]]}
+
+
+def quality(name: str, t: pa.Table, full: pa.Table, main_sets: dict[tuple[str, str], np.ndarray] | None,
+            unchanged: set[str] | None = None) -> dict:
     from neardup import exact
 
     texts, n_fallback = fingerprinted(t, full) if name != "full" else (t.column("text").to_pylist(), 0)
@@ -220,6 +242,8 @@ def quality(name: str, t: pa.Table, full: pa.Table, main_sets: dict[tuple[str, s
         "mirrors_at_0.8": sum(j >= THRESHOLD - 1e-12 for j in mj.values()),
         "mirrors_identical": sum(j == 1.0 for j in mj.values()),
         "mirrors_found": len(found_mirrors & set(mj)),
+        **({"unchanged_mirrors": len(unchanged), "unchanged_found": len(found_mirrors & unchanged),
+            "unchanged_at_0.8": sum(mj.get(u, 0.0) >= THRESHOLD - 1e-12 for u in unchanged)} if unchanged is not None else {}),
         "different_url_pairs": len(different),
         "median_mirror_jaccard": statistics.median(mj.values()) if mj else None,
     }
@@ -331,7 +355,7 @@ def main() -> None:
     DATA = args.data
     names = [n for n in args.extractors.split(",") if n]
     tables = {}
-    for name in ["full", *[n for n in names if n != "full"]]:
+    for name in ["full", *[n for n in names if n != "full"], *(["site"] if "site" not in names and args.limit is None else [])]:
         t, m = extract(name, args.limit, args.fresh)
         tables[name] = t
         mb = m["html_bytes"] / 1e6
@@ -346,9 +370,10 @@ def main() -> None:
             sets = exact.shingle_sets(texts)
             t = tables["resiliparse"]
             main_sets = {(r, u): s for r, u, s in zip(t.column("release").to_pylist(), t.column("url").to_pylist(), sets)}
+        unchanged = unchanged_mirrors(tables["site"])
         results = {}
         for name in names:
-            res = quality(name, tables[name], tables["full"], main_sets if name == "full" else None)
+            res = quality(name, tables[name], tables["full"], main_sets if name == "full" else None, unchanged)
             results[name] = res
             print(json.dumps({k: v for k, v in res.items() if not k.startswith("_")}), flush=True)
         if args.sample and "resiliparse" in results:
