@@ -31,7 +31,7 @@ from . import __version__, clusters, fingerprints, memory, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
-from .keys import hash64
+from .keys import DOCINFO, URL_CHECK_SEED, hash64
 from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
 from .readers.content import ContentPool, main_contents
@@ -222,11 +222,35 @@ class _Versions:
         self.superseded = []
 
     def load(self, urls: list[str], url_hashes: np.ndarray) -> None:
+        """The known versions of ``urls`` (those not seen yet in this batch), from the postings: the
+        ``url`` lists and each document's ``val:docinfo`` row (``neardup.keys``); a document without a row
+        (an index whose postings predate it) is read from the catalog."""
         todo = [(u, int(k)) for u, k in zip(urls, url_hashes.tolist()) if u not in self.by_url]
         if not todo:
             return
         found = self.w.postings.get_many("url", {k for _, k in todo})
-        ids = sorted({int(i) for arr in found.values() for i in arr.tolist()})
+        ids = np.unique(np.concatenate(list(found.values()))).astype(np.int64) if found else np.zeros(0, np.int64)
+        have, rows_ = self.w.postings.get_fixed(DOCINFO, ids, 16) if ids.size else (ids, np.zeros((0, 16), np.uint8))
+        info = rows_.view(">u8").reshape(-1, 2).astype(np.uint64) if have.size else np.zeros((0, 2), np.uint64)
+        known = dict(zip(have.tolist(), map(tuple, info.tolist())))
+        check = hash64([u for u, _ in todo], URL_CHECK_SEED).tolist()
+        rest: set[str] = set()
+        for (u, k), h2 in zip(todo, check):
+            mine = []
+            for d in found.get(k, np.zeros(0, np.uint64)).tolist():
+                if d not in known:
+                    rest.add(u)
+                    break
+                if known[d][1] == h2:
+                    mine.append(d)
+            if u not in rest:
+                mine.sort()
+                self.by_url[u] = [[d, known[d][0], v, d == mine[-1]] for v, d in enumerate(mine, start=1)]
+        if rest:
+            self._load_from_catalog([(u, k) for u, k in todo if u in rest], found)
+
+    def _load_from_catalog(self, todo: list[tuple[str, int]], found: dict) -> None:
+        ids = sorted({int(i) for _, k in todo for i in found.get(k, np.zeros(0, np.uint64)).tolist()})
         rows: dict[str, list[list[int]]] = {}
         if ids:
             con = self.w.con

@@ -6,6 +6,12 @@ is what lets a crashed batch's postings be re-derived from the catalog.
 Tables:
 
 * ``url``: xxh3-64 of the url (UTF-8, seed 0) -> doc ids (all versions).
+* ``val:docinfo`` (a row table of 16 bytes): doc id -> its content hash and the
+  xxh3-64 of its url with seed 1, big-endian. With the ``url`` list it tells a
+  batch the versions of a url without reading the catalog: the url's documents
+  are those of its list whose second hash matches (two independent 64-bit
+  hashes: a chance match is a 2^-128 event), its versions 1..n in doc-id order,
+  the last one latest (the catalog's rule, kept by ``neardup delete`` too).
 * ``content``: ``content_hash`` -> doc ids (exact duplicates share a list).
 * one table per equal-key fingerprint method (A0-A10 and ``a6_36``):
   its keys (``neardup.fingerprints.POSTINGS``) -> doc ids.
@@ -31,12 +37,25 @@ def hash64(strings: list[str], seed: int = 0) -> np.ndarray:
     return np.fromiter((h(s.encode("utf-8"), seed) for s in strings), dtype=np.uint64, count=len(strings))
 
 
+#: seed of the url's second hash in ``val:docinfo``
+URL_CHECK_SEED = 1
+DOCINFO = "docinfo"
+
+
+def docinfo_rows(content_hashes: np.ndarray, urls: list[str]) -> np.ndarray:
+    """``(n, 16)`` uint8 rows of ``val:docinfo``: content hash and the url's check hash, big-endian."""
+    both = np.stack([np.asarray(content_hashes, dtype=np.uint64), hash64(urls, URL_CHECK_SEED)], axis=1)
+    return both.astype(">u8").view(np.uint8).reshape(len(urls), 16)
+
+
 def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``{table: (keys, doc_ids)}`` for a set of documents."""
+    """``{table: (keys, doc_ids)}`` for a set of documents (``val:`` tables: ``(doc_ids, values)``)."""
     ids = np.asarray(doc_ids, dtype=np.uint64)
+    raw = docinfo_rows(content_hashes, urls).tobytes()
     return {
         "url": (hash64(urls), ids),
         "content": (np.asarray(content_hashes, dtype=np.uint64), ids),
+        "val:" + DOCINFO: (ids, [raw[i : i + 16] for i in range(0, len(raw), 16)]),
     }
 
 

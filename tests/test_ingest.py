@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,24 @@ def test_ingest_twice_is_a_noop_the_second_time(tmp_path, index_dir):
     assert s["postings"]["url"] == {int(h): [i + 1] for i, h in enumerate(hash64([f"u{i}" for i in range(5)]))}
 
 
-def test_changed_page_becomes_a_new_version(tmp_path, index_dir):
+@pytest.mark.parametrize("docinfo", [True, False])
+def test_changed_page_becomes_a_new_version(tmp_path, index_dir, monkeypatch, docinfo):
+    """Versions come from the postings (``url`` lists and ``val:docinfo`` rows), or from the catalog for
+    documents without a row: the same either way. A url whose hash another url shares is told apart."""
+    import neardup.ingest as ingest_mod
+    from neardup.store.postings import LmdbPostings
+
+    if not docinfo:
+        real = LmdbPostings.get_fixed
+        monkeypatch.setattr(LmdbPostings, "get_fixed", lambda self, t, ids, w: (np.zeros(0, np.int64), np.zeros((0, w), np.uint8))
+                            if t == "docinfo" else real(self, t, ids, w))
+    import neardup.keys as keys_mod
+
+    def colliding(urls, seed=0):  # "a" and "c" share their url key
+        return np.array([7 if (seed == 0 and u in ("a", "c")) else hash64([u], seed)[0] for u in urls], dtype=np.uint64)
+
+    monkeypatch.setattr(ingest_mod, "hash64", colliding)
+    monkeypatch.setattr(keys_mod, "hash64", colliding)
     idx = Index(index_dir)
     ingest(idx, str(write_jsonl(tmp_path / "1.jsonl", [{"url": "a", "text": words_text(12, 1)}, {"url": "b", "text": words_text(12, 2)}])))
     ingest(idx, str(write_jsonl(tmp_path / "2.jsonl", [
@@ -44,6 +62,9 @@ def test_changed_page_becomes_a_new_version(tmp_path, index_dir):
         latest = con.execute("SELECT url, version FROM latest_documents ORDER BY url").fetchall()
     assert rows == [("a", 1, False, 1), ("b", 1, True, 1), ("a", 2, False, 2), ("a", 3, True, 2)]
     assert latest == [("a", 3), ("b", 1)]
+    ingest(idx, str(write_jsonl(tmp_path / "3.jsonl", [{"url": "c", "text": words_text(12, 9)}, {"url": "a", "text": words_text(12, 8)}])))
+    with idx.reader() as con:
+        assert con.execute("SELECT url, version FROM latest_documents ORDER BY url").fetchall() == [("a", 4), ("b", 1), ("c", 1)]
 
 
 def test_rejects_are_recorded_and_good_records_kept(tmp_path, index_dir):

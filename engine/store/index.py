@@ -67,10 +67,19 @@ OLD_LAYOUT_TABLE = "concept_prefix"
 OLD_LAYOUT_TABLES = (OLD_LAYOUT_TABLE, "val:minhash32")
 
 
+#: tables today's layout writes with every document (``neardup.keys``): postings holding documents (a
+#: ``url`` table) without one of them are an older release's
+NEW_LAYOUT_TABLES = ("val:docinfo",)
+
+
 def old_layout(postings: LmdbPostings) -> str | None:
-    """The first table of ``OLD_LAYOUT_TABLES`` the postings hold, or None."""
+    """What marks the postings as an older release's: the first table of ``OLD_LAYOUT_TABLES`` they
+    hold, or one of ``NEW_LAYOUT_TABLES`` they lack although they hold documents; None for today's."""
     have = set(postings.tables()) | set(postings._tables(values=True))
-    return next((t for t in OLD_LAYOUT_TABLES if t in have), None)
+    old = next((t for t in OLD_LAYOUT_TABLES if t in have), None)
+    if old is None and "url" in have:
+        old = next((f"{t} (missing)" for t in NEW_LAYOUT_TABLES if t not in have), None)
+    return old
 #: what the index keeps after a storage fault at each step of a writer (the end of a StorageError's hint)
 KEEPS_NOTHING = "Nothing in the index was changed"
 KEEPS_OPEN = ("The index keeps its last committed state (`neardup sql` reads it); an interrupted write is finished "

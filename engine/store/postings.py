@@ -46,7 +46,7 @@ _RECENT_PREFIX = "v2r/"
 _VAL_PREFIX = "v2val/"
 _ROWS_PREFIX = "v2rows/"
 #: value tables stored as fixed-width rows in blocks of consecutive doc ids (see the module docstring)
-ROW_TABLES = frozenset({"minhash8"})
+ROW_TABLES = frozenset({"minhash8", "docinfo"})
 #: doc ids per block of a row table
 ROWS_PER_BLOCK = 1024
 #: table-name prefix of value tables in ``apply_batch``'s argument
