@@ -99,6 +99,12 @@ def permute(values: np.ndarray, i: int, n: int, seed: int, scheme: str) -> np.nd
     raise ValueError(f"unknown permutation scheme {scheme!r}: use universal or matrix")
 
 
+@functools.cache
+def universal_inverses(n: int, seed: int) -> np.ndarray:
+    """The multiplicative inverses of ``universal_params(n, seed)``'s multipliers (computed once)."""
+    return _inverse_odd(universal_params(n, seed)[0])
+
+
 def _inverse_odd(a: np.ndarray) -> np.ndarray:
     """Multiplicative inverse mod 2^64 of odd numbers (Newton's iteration)."""
     inv = a.copy()
@@ -145,8 +151,8 @@ def _invert_gf2(cols: list[int]) -> list[int]:
 def unpermute(values: np.ndarray, i: int, n: int, seed: int, scheme: str) -> np.ndarray:
     """The inverse of ``permute``: the original value of each permuted one."""
     if scheme == "universal":
-        a, b = universal_params(n, seed)
-        return (values - b[i]) * _inverse_odd(a[i : i + 1])[0]
+        _, b = universal_params(n, seed)
+        return (values - b[i]) * universal_inverses(n, seed)[i]
     t = inverse_matrix_tables(n, seed)[i]
     out = t[0][values & np.uint64(0xFF)]
     for p in range(1, 8):
