@@ -680,3 +680,64 @@ def simhash_table_matches(old_ids, old_values, keys, order, new_ids, new_values,
             out_d[n] = d
             n += 1
     return out_a[:n], out_b[:n], out_d[:n]
+
+
+@njit(cache=True, inline="always")
+def _lower(keys, q, a, b):
+    """The first position in ``keys[a:b]`` whose key is >= ``q`` (``b`` when none)."""
+    while a < b:
+        m = (a + b) >> 1
+        if keys[m] < q:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True, inline="always")
+def _upper(keys, q, a, b):
+    """The first position in ``keys[a:b]`` whose key is > ``q`` (``b`` when none)."""
+    while a < b:
+        m = (a + b) >> 1
+        if keys[m] <= q:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True, nogil=True)
+def run_ranges(keys, fences, queries, fence):
+    """For each query key, the range ``[lo, hi)`` of its entries in the sorted ``keys`` of a run;
+    ``fences`` holds every ``fence``-th key, so each search reads one block of the (mapped) keys."""
+    n = keys.size
+    lo = np.empty(queries.size, np.int64)
+    hi = np.empty(queries.size, np.int64)
+    for i in range(queries.size):
+        q = queries[i]
+        j = _lower(fences, q, 0, fences.size)
+        a = (j - 1) * fence + 1 if j > 0 else 0
+        lo[i] = _lower(keys, q, a, min(n, j * fence))
+        j2 = _upper(fences, q, 0, fences.size)
+        a2 = max(lo[i], (j2 - 1) * fence + 1 if j2 > 0 else 0)
+        hi[i] = _upper(keys, q, a2, min(n, j2 * fence))
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(k1, i1, k2, i2):
+    """Merge two runs sorted by key: ``(keys, ids)``, the first run's entries first on equal keys."""
+    n1, n2 = k1.size, k2.size
+    k = np.empty(n1 + n2, k1.dtype)
+    d = np.empty(n1 + n2, i1.dtype)
+    a = b = 0
+    for o in range(n1 + n2):
+        if b >= n2 or (a < n1 and k1[a] <= k2[b]):
+            k[o] = k1[a]
+            d[o] = i1[a]
+            a += 1
+        else:
+            k[o] = k2[b]
+            d[o] = i2[b]
+            b += 1
+    return k, d

@@ -536,7 +536,7 @@ def test_real_full_disk_at_the_postings(states, tmp_path, can_mount):
     shutil.copytree(idx / "postings", saved)
     with mounted("-t", "tmpfs", "-o", "size=4m", "tmpfs", at=idx / "postings") as postings:
         for f in saved.iterdir():
-            shutil.copy2(f, postings / f.name)
+            (shutil.copytree if f.is_dir() else shutil.copy2)(f, postings / f.name)
         filler = _fill(postings, leave=8192)
         r = cli(*INGEST, "--index", idx, BATCH)
         assert r.exit_code == 8, r.output

@@ -151,13 +151,37 @@ def _remove_entry(index: Path, table: str, doc_id: int) -> bytes:
     raise AssertionError(f"no entry of doc {doc_id} in {table}")
 
 
+def _remove_from_runs(index: Path, table: str, doc_id: int) -> tuple[int, int]:
+    """Drop every entry of a document from a table kept as runs (``store.runs``), behind the
+    catalog's back; returns (entries dropped, the smallest key)."""
+    from neardup.store.postings import LmdbPostings
+
+    p = LmdbPostings(index / "postings")
+    try:
+        k, v = p.runs.lookup(table, None)
+        mine = np.sort(k[v == doc_id])
+        meta = p._db("__meta__")
+        with p.env.begin(write=True) as txn:
+            p.runs.remove(txn, meta, table, np.array([doc_id], dtype=np.uint64))
+        p.runs.after_commit()
+    finally:
+        p.close()
+    assert mine.size, f"no entry of doc {doc_id} in {table}"
+    return int(mine.size), int(mine[0])
+
+
+@pytest.mark.parametrize("table", ["url", "lsh"])
 @pytest.mark.parametrize("full", [False, True])
-def test_a_removed_posting_entry_is_found(copy, full):
-    key = _remove_entry(copy, "lsh", 1)  # doc 1 starts the first sampled run
+def test_a_removed_posting_entry_is_found(copy, full, table):
+    """An entry missing from an LMDB table (``url``) or from the runs of a table kept in files (``lsh``)."""
+    if table == "lsh":
+        n, key = _remove_from_runs(copy, "lsh", 1)  # doc 1 starts the first sampled run
+    else:
+        n, key = 1, int.from_bytes(_remove_entry(copy, table, 1), "big")
     r = check_index(Index(copy), full=full)
     assert r.exit_code == EXIT_POSTINGS
     detail = _problems(r)["postings content"]
-    assert f"lsh 1 missing (e.g. key {int.from_bytes(key, 'big'):#018x} of doc 1)" in detail
+    assert f"{table} {n} missing (e.g. key {key:#018x} of doc 1)" in detail
     assert "rebuild --postings" in _by_check(r, "postings content")[0].repair
     rebuild_postings(Index(copy))
     assert check_index(Index(copy), full=True).ok

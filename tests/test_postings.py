@@ -184,3 +184,49 @@ def test_row_tables_in_blocks_read_like_any_value_table(tmp_path_factory, batche
     finally:
         postings_mod.ROWS_PER_BLOCK = saved
         lm.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 12), st.integers(0, 9)), max_size=40),
+                min_size=1, max_size=7),
+       st.lists(st.integers(1, 80), max_size=6), st.sampled_from([(2, 3), (4, 1 << 22)]))
+def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, sizes):
+    """A table kept as sorted runs in files (``store.runs``: ``lsh``) reads as the in-memory twin after
+    batches (merged as they accumulate, in blocks as small as 3 entries), a delete, and a reopen;
+    a merge leaves no file behind but those its manifest names."""
+    import neardup.store.runs as runs_mod
+
+    fence, block = sizes
+    saved = runs_mod.FENCE, runs_mod.BLOCK
+    runs_mod.FENCE, runs_mod.BLOCK = fence, block
+    path = tmp_path_factory.mktemp("runs")
+    mem, lm = MemoryPostings(), LmdbPostings(path)
+    try:
+        base = 1
+        for b, pairs in enumerate(batches, start=1):
+            keys = np.array([k for k, _ in pairs], dtype=np.uint64)
+            ids = np.array([base + d for _, d in pairs], dtype=np.uint64)
+            for store in (mem, lm):
+                store.apply_batch(b, {"lsh": (keys, ids), "t": (keys, ids)})
+            base += 10
+        assert lm.dump() == mem.dump()
+        assert len(lm.runs.manifest("lsh")) <= 1 + int(np.log2(len(batches) + 1)) + 1 or not mem.dump()
+        drop = np.array(sorted(set(gone)), dtype=np.uint64)
+        want = mem.dump().get("lsh", {})
+        entries = [(k, i) for k, ids in want.items() for i in ids if i in set(drop.tolist())]
+        rk = np.array([k for k, _ in entries], dtype=np.uint64)
+        ri = np.array([i for _, i in entries], dtype=np.uint64)
+        for store in (mem, lm):
+            store.remove_batch(len(batches) + 1, {"lsh": (rk, ri)}, max_doc_id=base)
+        assert lm.dump() == mem.dump()
+        lm.close()
+        lm = LmdbPostings(path)
+        assert lm.dump() == mem.dump()
+        probe = np.unique(np.array(list(mem.dump().get("lsh", {}))[:9] + [2**64 - 1, 5], dtype=np.uint64))
+        assert [x.tolist() for x in lm.get_flat("lsh", probe)] == [x.tolist() for x in mem.get_flat("lsh", probe)]
+        named = {f"lsh.{s}{ext}" for s, _ in lm.runs.manifest("lsh") for ext in (".k", ".i", ".f")}
+        on_disk = {f.name for f in (path / "runs").iterdir()} if (path / "runs").is_dir() else set()
+        assert on_disk == named
+    finally:
+        runs_mod.FENCE, runs_mod.BLOCK = saved
+        lm.close()

@@ -15,7 +15,8 @@ How the copy stays consistent:
    A ``catalog.duckdb.wal`` (left by a writer that was stopped before its
    checkpoint) and a ``batch.pending`` are copied with it.
 4. ``postings/`` is copied by LMDB itself (``mdb_env_copy``), a snapshot
-   under one read transaction. Not compacting: the compacting copy of the
+   under one read transaction, and its ``runs/`` files (``store.runs``:
+   immutable, and no writer runs while the lock is held) as files. Not compacting: the compacting copy of the
    LMDB that py-lmdb bundles (0.9.36 in py-lmdb 3.0) crashes the process
    (SIGSEGV) on a ``MDB_DUPSORT | MDB_DUPFIXED`` database as soon as one
    key's duplicates outgrow a page, which every sizeable index has.
@@ -156,7 +157,10 @@ def _copy_postings(src: Path, dst: Path) -> int:
         env.copy(str(dst), compact=False)  # never compact=True: see the module docstring
     finally:
         env.close()
-    return sum(f.stat().st_size for f in dst.iterdir())
+    runs = src / "runs"  # the tables kept as sorted runs (store.runs): immutable files, no writer can run now
+    if runs.is_dir():
+        shutil.copytree(runs, dst / "runs")
+    return sum(f.stat().st_size for f in dst.rglob("*") if f.is_file())
 
 
 def _applied(postings: Path) -> int:

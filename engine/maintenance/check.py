@@ -52,6 +52,7 @@ from ..sqlfiles import migrations, query
 from ..store import catalog
 from ..store.index import PENDING_FILE, Index, old_layout
 from ..store.postings import ROW_TABLES, VALUES, LmdbPostings
+from ..store.runs import RUN_TABLES
 from . import writer_lock
 
 #: documents whose postings the default check compares
@@ -508,6 +509,10 @@ class _Content:
         duplicates are read from ``lo`` on (LMDB's MDB_GET_BOTH_RANGE), so a long posting list (a value
         many documents share) costs what lies in the range, not its length."""
         p = self.p
+        if table in RUN_TABLES:  # sorted runs in files: one vectorised lookup
+            k, v = p.runs.lookup(table, np.unique(keys))
+            inside = (v >= np.uint64(lo)) & (v <= np.uint64(hi))
+            return k[inside], v[inside]
         start = int(lo).to_bytes(8, "big")
         out_k: list[int] = []
         out_d: list[int] = []
@@ -545,6 +550,8 @@ class _Content:
         p = self.p
         if table.startswith(VALUES) and table[len(VALUES) :] in ROW_TABLES:
             return p._row_count(table)
+        if table in RUN_TABLES:
+            return p.runs.count(table)
         dbs = [p._db(table)] if table.startswith(VALUES) else [p._db(table), p._db(table, recent=True)]
         with p.env.begin() as txn:
             return sum(txn.stat(db)["entries"] for db in dbs if db is not None)

@@ -55,6 +55,7 @@ from ..settings import Settings
 from ..sqlfiles import query
 from . import catalog
 from .postings import LmdbPostings, Postings
+from .runs import RUN_TABLES
 
 LOCK_FILE = "writer.lock"
 PENDING_FILE = "batch.pending"
@@ -79,6 +80,8 @@ def old_layout(postings: LmdbPostings) -> str | None:
     old = next((t for t in OLD_LAYOUT_TABLES if t in have), None)
     if old is None and "url" in have:
         old = next((f"{t} (missing)" for t in NEW_LAYOUT_TABLES if t not in have), None)
+    if old is None:  # a table kept as runs (``store.runs``) that an older release kept in LMDB
+        old = next((f"{t} (in LMDB)" for t in sorted(set(postings._tables()) & RUN_TABLES)), None)
     return old
 #: what the index keeps after a storage fault at each step of a writer (the end of a StorageError's hint)
 KEEPS_NOTHING = "Nothing in the index was changed"

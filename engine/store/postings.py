@@ -37,6 +37,8 @@ from pathlib import Path
 import lmdb
 import numpy as np
 
+from .runs import RUN_TABLES
+
 _META = b"__meta__"
 #: format 2: one duplicate per id (format 1 stored a list per key, under unprefixed names)
 _APPLIED = b"applied_batch_v2"
@@ -305,6 +307,12 @@ class LmdbPostings(Postings):
             # space only: the file grows with the pages written)
             self.env.set_mapsize(_headroom(self.env.info()["map_size"]))
         self._dbs: dict[str, object] = {}
+        from .runs import RunStore
+
+        #: the tables of ``RUN_TABLES``, kept as sorted runs in files (``neardup.store.runs``)
+        self.runs = RunStore(self.path, self.env, lambda: self._db(_META.decode()), readonly)
+        if not readonly:
+            self.runs.collect()  # files of a write a crash interrupted
 
     def _db(self, table: str, create: bool = False, recent: bool = False):
         """The LMDB database of ``table``: meta, a value table, or a posting table's main
@@ -338,6 +346,9 @@ class LmdbPostings(Postings):
             keys = distinct(keys)
             if keys.size == 0:
                 return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+        if table in RUN_TABLES:
+            return self.runs.lookup(table, keys)
+        if keys is not None:
             kb = keys.astype(_KEY_DTYPE).tobytes()
             want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
         kk, vv = [], []
@@ -561,7 +572,7 @@ class LmdbPostings(Postings):
 
     def tables(self) -> list[str]:
         """The posting tables present."""
-        return self._tables()
+        return sorted(set(self._tables()) | set(self.runs.tables()))
 
     def applied_batch(self) -> int:
         return self._meta_int(_APPLIED)
@@ -592,17 +603,22 @@ class LmdbPostings(Postings):
         while True:
             try:
                 self._write(batch_id, lists, values, last)
+                self.runs.after_commit()
                 return
             except lmdb.MapFullError:
+                self.runs.after_abort()
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
+            except BaseException:
+                self.runs.after_abort()
+                raise
 
     def _write(self, batch_id: int, lists: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
         dbs = {t: self._db(t, create=True) for t in values}
-        dbs.update({t: self._db(t, create=True, recent=True) for t in lists})
-        mains = {t: self._db(t, create=True) for t in lists}
+        dbs.update({t: self._db(t, create=True, recent=True) for t in lists if t not in RUN_TABLES})
+        mains = {t: self._db(t, create=True) for t in lists if t not in RUN_TABLES}
         top = 0
         with self.env.begin(write=True) as txn:
             for table, (ids, vals) in values.items():
@@ -615,6 +631,10 @@ class LmdbPostings(Postings):
             for table, raw in lists.items():
                 k, d = _sorted_pairs(*raw)  # one table at a time: memory is the largest table's
                 top = max(top, int(d.max()) if d.size else 0)
+                if table in RUN_TABLES:
+                    self.runs.add(txn, meta, table, k, d)
+                    crashpoint("lmdb-mid-write")
+                    continue
                 kb = k.astype(_KEY_DTYPE).tobytes()
                 vb = d.astype(_VAL_DTYPE).tobytes()
                 n_recent, n_main = txn.stat(dbs[table])["entries"], txn.stat(mains[table])["entries"]
@@ -641,9 +661,14 @@ class LmdbPostings(Postings):
         while True:
             try:
                 self._remove(batch_id, removed, added or {}, max_doc_id)
+                self.runs.after_commit()
                 return
             except lmdb.MapFullError:  # deleting rewrites pages too (copy on write)
+                self.runs.after_abort()
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
+            except BaseException:
+                self.runs.after_abort()
+                raise
 
     def _remove(self, batch_id: int, removed: dict, added: dict, max_doc_id: int) -> None:
         from ..faults import crashpoint
@@ -651,10 +676,16 @@ class LmdbPostings(Postings):
         meta = self._db(_META.decode(), create=True)
         # every database is opened before the write transaction (opening one takes a transaction of its own)
         levels = {t: [db for db in ((self._db(t),) if t.startswith(VALUES) else (self._db(t), self._db(t, recent=True)))
-                      if db is not None] for t in removed}
+                      if db is not None] for t in removed if t not in RUN_TABLES}
+        if any(t in RUN_TABLES for t in added):
+            raise ValueError(f"a delete adds no entries to the run tables ({', '.join(sorted(set(added) & RUN_TABLES))})")
         into = {t: self._db(t, create=True, recent=True) for t in added}
         with self.env.begin(write=True) as txn:
             for table, (keys, ids) in sorted(removed.items()):
+                if table in RUN_TABLES:  # a deleted document loses every entry: the runs holding one are rewritten
+                    self.runs.remove(txn, meta, table, np.asarray(ids, dtype=np.uint64))
+                    crashpoint("lmdb-mid-write")
+                    continue
                 if table.startswith(VALUES):
                     if table[len(VALUES) :] in ROW_TABLES:
                         for db in levels[table]:
@@ -705,11 +736,11 @@ class LmdbPostings(Postings):
 
     def stats(self) -> dict[str, int]:
         """Number of distinct keys per table."""
-        return {name: int(np.unique(self._lookup(name, None)[0]).size) for name in self._tables()}
+        return {name: int(np.unique(self._lookup(name, None)[0]).size) for name in self.tables()}
 
     def dump(self):
         out: dict = {}
-        for name in self._tables():
+        for name in self.tables():
             k, v = self._lookup(name, None)
             tab: dict[int, list[int]] = {}
             for key, i in zip(k.tolist(), v.tolist()):
@@ -731,6 +762,7 @@ class LmdbPostings(Postings):
         return dict(sorted(out.items()))
 
     def close(self) -> None:
+        self.runs.close()
         self.env.close()
 
 
