@@ -505,8 +505,7 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     n = int(keep.sum())
     con = w.con
     if n:
-        mask = pa.array(keep)
-        kept = t.filter(mask)
+        kept = t if n == len(urls) else t.filter(pa.array(keep))
         kept_ids = doc_ids[keep]
         latest = np.array([versions.by_url[u][-1][0] == d for u, d in zip(kept.column("url").to_pylist(), kept_ids.tolist())])
         new_docs = kept.append_column("doc_id", pa.array(kept_ids, pa.int64()))
@@ -516,9 +515,9 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
         con.register("new_docs", new_docs)
         try:
             con.execute(query("catalog", "insert_documents"))
+            insert_fingerprints(con, new_docs, registered="new_docs")
         finally:
             con.unregister("new_docs")
-        insert_fingerprints(con, new_docs)
         if prepared.terms is not None:
             rows = t.column("_row").to_numpy()
             row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)

@@ -32,14 +32,22 @@ def insert_by_row(con, table: str, rows: pa.Table, row_to_doc: np.ndarray) -> No
         con.unregister("new_rows")
 
 
-def insert_fingerprints(con, docs: pa.Table) -> None:
-    """Append each method's columns (named ``method.column`` in ``docs``) to ``fp_<method>``."""
+def insert_fingerprints(con, docs: pa.Table, registered: str | None = None) -> None:
+    """Append each method's columns (named ``method.column`` in ``docs``) to ``fp_<method>``.
+
+    ``registered``: the name ``docs`` is already registered under on ``con``; its columns are then
+    selected from there (each registration is a round trip to DuckDB's threads: one per chunk, not
+    one per method)."""
     by_method: dict[str, dict[str, pa.Array]] = {}
     for name in docs.column_names:
         if "." in name and not name.startswith("_"):
             method, col = name.split(".", 1)
             by_method.setdefault(method, {})[col] = docs.column(name)
     for method, cols in by_method.items():
+        if registered is not None:
+            picked = ", ".join(f'"{method}.{c}" AS "{c}"' for c in cols)
+            con.execute(f"INSERT INTO fp_{method} BY NAME SELECT doc_id, {picked} FROM {registered}")
+            continue
         t = pa.table({"doc_id": docs.column("doc_id"), **cols})
         con.register("new_fp", t)
         try:

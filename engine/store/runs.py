@@ -2,7 +2,8 @@
 
 ``concept_values`` (every sketch value of every document: a hundred entries a
 document), ``lsh`` (twenty band keys a document) and the simhash tables (ten)
-take most of what a batch adds to the postings. In LMDB each entry is a
+take most of what a batch adds to the postings; ``url`` and ``content`` (one
+each) are looked up a chunk of urls at a time. In LMDB each entry is a
 B-tree insert that lands on a random page of a tree that grows with the
 index: 1.4 µs an entry once the index held 500,000 documents, 14 s of a
 100,000-document batch. Here a batch's entries of such a table, already
@@ -49,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 #: posting tables kept as runs (the rest stay LMDB tables)
-RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_tables"})
+RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_tables", "url", "content"})
 #: every FENCE-th key of a run is kept in memory to narrow its binary searches
 FENCE = 512
 #: merge the two newest runs while the older holds at most MERGE_RATIO times the newer's entries
