@@ -97,6 +97,27 @@ def test_truncated_compressed_jsonl_keeps_what_came_before(tmp_path, compress):
     assert rejects[0].record == f"line {len(rows) + 1}"
 
 
+@pytest.mark.parametrize("compress", [None, "gz", "zst"])
+def test_compressed_jsonl_arrives_in_full_chunks(tmp_path, compress):
+    """A decompressor's read may return one frame (zstd: ~128 KB); chunks are still CHUNK_BYTES or
+    CHUNK_RECORDS, whatever the compression, and every record arrives once, in order."""
+    import random
+
+    from neardup.readers.base import CHUNK_BYTES, CHUNK_RECORDS
+
+    rnd = random.Random(3)
+    n = 3000  # ~3 KB each: about 9 MB, over one CHUNK_BYTES and under CHUNK_RECORDS
+    recs = [{"url": f"u{i}", "text": " ".join(f"w{rnd.randrange(10**6)}" for _ in range(400))} for i in range(n)]
+    p = write_jsonl(tmp_path / f"big.jsonl{'.' + compress if compress else ''}", recs, compress)
+    sizes, urls = [], []
+    for ch in read_input(str(p), ReadOptions()):
+        sizes.append(ch.batch.num_rows)
+        urls.extend(ch.batch.column("url").to_pylist())
+    assert urls == [f"u{i}" for i in range(n)]
+    assert n < CHUNK_RECORDS and sum(len(r["text"]) for r in recs) > CHUNK_BYTES
+    assert len(sizes) == 2, sizes  # one full block and the rest
+
+
 def test_parquet_rows_and_rejects(tmp_path):
     p = tmp_path / "d.parquet"
     pq.write_table(pa.table({"url": ["a", None, "c"], "text": [TEXT, TEXT + " 2", None], "lang": ["en"] * 3}), p)

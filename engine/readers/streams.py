@@ -219,6 +219,30 @@ def peek(raw: BinaryIO, n: int = 8) -> tuple[BinaryIO, bytes]:
     return raw, raw.peek(n)[:n]
 
 
+def _read_up_to(stream: BinaryIO, size: int) -> tuple[bytes, Truncated | None]:
+    """``size`` bytes of ``stream`` (fewer only at its end or at a cut), and the cut if one was met.
+
+    A single ``read`` may return less than asked before the end: zstandard's
+    reader returns about one frame's output (128-256 KB) per call, which made
+    a .jsonl.zst input arrive in chunks of ~60 records, each paying its own
+    round trips to the catalog.
+    """
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            data = stream.read(size - got)
+        except Truncated as exc:
+            return b"".join(parts), exc
+        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
+            return b"".join(parts), Truncated(str(exc) or type(exc).__name__)
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts), None
+
+
 def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
     """Runs of whole lines, about ``block`` bytes each, each ending with a newline
     (but perhaps the last, at the end of the stream).
@@ -229,12 +253,13 @@ def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
     """
     rest = b""
     while True:
-        try:
-            data = stream.read(block)
-        except Truncated:
-            raise
-        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
-            raise Truncated(str(exc) or type(exc).__name__) from exc
+        data, cut_exc = _read_up_to(stream, block)
+        if cut_exc is not None:
+            buf = rest + data
+            whole = buf[:buf.rfind(b"\n") + 1]
+            if whole:
+                yield whole
+            raise cut_exc
         if not data:
             break
         buf = rest + data
