@@ -18,6 +18,14 @@ and clusters per method, and writes RESULTS/dask-<docs>.json.
 
     python benchmarks/scale.py build --docs 20000 --out /tmp/scale-20k
     python benchmarks/dask.py --corpus /tmp/scale-20k --work /tmp/dask-bench
+
+The million: the local side is the scale benchmark's own run (one ingest per
+part, the same thing), its index and CSV reused; the third run left out (the
+bytes per document come from the smaller corpora):
+
+    python benchmarks/scale.py run --corpus benchmarks/data/scale --index /tmp/scale-idx --batches 10 --results /tmp/scale-res
+    python benchmarks/dask.py --corpus benchmarks/data/scale --work /tmp/dask-1m \
+        --local-from /tmp/scale-idx /tmp/scale-res/scale-10.csv --no-measure
 """
 
 from __future__ import annotations
@@ -52,6 +60,16 @@ def local_ingest(parts: list[Path], index: Path) -> dict:
             sys.exit(f"neardup ingest {p} failed")
         rows.append({"part": p.name, "wall_s": round(time.perf_counter() - t, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024)})
     return {"wall_s": round(sum(r["wall_s"] for r in rows), 2), "peak_rss_mb": max(r["peak_rss_mb"] for r in rows), "per_part": rows}
+
+
+def local_from_csv(csv: Path, n_parts: int) -> dict:
+    """The local ingest's figures from a ``scale.py run`` CSV (one ``neardup ingest`` per part, as above)."""
+    import csv as csvmod
+
+    rows = list(csvmod.DictReader(csv.open()))[:n_parts]
+    per = [{"part": f"part-{int(r['batch']):02d}", "wall_s": float(r["wall_s"]), "peak_rss_mb": int(float(r["peak_rss_mb"]))} for r in rows]
+    return {"wall_s": round(sum(r["wall_s"] for r in per), 2), "peak_rss_mb": max(r["peak_rss_mb"] for r in per),
+            "per_part": per, "from": str(csv)}
 
 
 def _peak_rss_mb() -> int:
@@ -100,6 +118,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit-parts", type=int, default=None, help="only the corpus's first N parts")
     ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--local-from", nargs=2, metavar=("INDEX", "CSV"),
+                    help="skip the local ingest: the index and the per-part CSV of a `scale.py run --batches 10` of the same "
+                         "corpus (the same one ingest per part, in order)")
+    ap.add_argument("--no-measure", action="store_true", help="skip the third run (the bytes per document of each shuffle)")
     args = ap.parse_args()
     corpus, work = Path(args.corpus), Path(args.work)
     manifest = json.loads((corpus / "manifest.json").read_text())
@@ -110,15 +132,24 @@ def main() -> None:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    local = local_ingest(parts, work / "index")
+    if args.local_from:
+        local_index = Path(args.local_from[0])
+        local = local_from_csv(Path(args.local_from[1]), len(parts))
+    else:
+        local_index = work / "index"
+        local = local_ingest(parts, local_index)
     print(f"local ingest: {local['wall_s']} s, peak RSS {local['peak_rss_mb']} MB", flush=True)
     dist, res = dask_build(parts, work / "build", args.workers, measure=False)
     print(f"build local:{args.workers}: {dist['wall_s']} s, worker peak RSS {dist['worker_peak_rss_mb']} MB, "
           f"client+scheduler {dist['client_scheduler_peak_rss_mb']} MB; stages {dist['stages_s']}", flush=True)
-    lc, bc = local_counts(work / "index"), build_counts(work / "build")
-    _, measured = dask_build(parts, work / "measure", args.workers, measure=True)
-    n = max(measured.n_docs, 1)
-    shuffled = {k: {**v, "bytes_per_doc": round(v["bytes"] / n, 1)} for k, v in measured.shuffled.items()}
+    lc, bc = local_counts(local_index), build_counts(work / "build")
+    print(f"counts local {lc}\ncounts build {bc}\nsame: {lc == bc}", flush=True)
+    shuffled = {}
+    if not args.no_measure:
+        shutil.rmtree(work / "build")  # room on the disk for the measured build
+        _, measured = dask_build(parts, work / "measure", args.workers, measure=True)
+        n = max(measured.n_docs, 1)
+        shuffled = {k: {**v, "bytes_per_doc": round(v["bytes"] / n, 1)} for k, v in measured.shuffled.items()}
     for k, v in shuffled.items():
         print(f"  {k:<66} {v['rows']:>12,} rows {v['bytes']:>15,} B {v['bytes_per_doc']:>10,.1f} B/doc")
     out = {"corpus": str(corpus), "docs": manifest["docs"], "text_bytes": manifest.get("text_bytes"), "workers": args.workers,

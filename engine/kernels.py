@@ -741,3 +741,32 @@ def merge_runs(k1, i1, k2, i2):
             d[o] = i2[b]
             b += 1
     return k, d
+
+
+@njit(cache=True, nogil=True)
+def group_simhash_pairs(d, h, group_first, bits):
+    """Within key groups, the pairs within ``bits`` bits, without listing the others: rows sorted by
+    key then doc id (``d`` their doc ids, ``h`` their simhashes, ``group_first[r]`` the first row
+    of row ``r``'s group); each row is compared with the earlier rows of its group. Returns
+    ``(a, b, distance)``, ``a <= b`` by doc id, one row per shared key (a pair may repeat)."""
+    n = 0
+    out_a = np.empty(1024, np.int64)
+    out_b = np.empty(1024, np.int64)
+    out_d = np.empty(1024, np.int64)
+    for r in range(d.size):
+        for e in range(group_first[r], r):
+            if d[e] == d[r]:
+                continue
+            dist = _popcount64(h[e] ^ h[r])
+            if dist > bits:
+                continue
+            if n == out_a.size:
+                out_a, out_b = _room(out_a, out_b, n)
+                nd = np.empty(out_a.size, np.int64)
+                nd[:n] = out_d[:n]
+                out_d = nd
+            out_a[n] = d[e]
+            out_b[n] = d[r]
+            out_d[n] = dist
+            n += 1
+    return out_a[:n], out_b[:n], out_d[:n]

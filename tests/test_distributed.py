@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st_h
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -311,3 +314,40 @@ def test_a_worker_killed_in_the_middle_of_a_build_changes_nothing(client, tmp_pa
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.run(os.getpid).values()
     _assert_same(_built(out), _local(tmp_path / "idx", FIXTURE_INPUTS, Settings()))
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(st_h.data())
+def test_key_group_stages_keep_exactly_the_listed_pairs_that_pass(data):
+    """``agreeing_key_pairs`` and ``simhash_pairs`` never list a key group's pairs; they keep exactly
+    the pairs that listing every pair of each group and filtering would keep."""
+    from neardup.distributed import stages
+
+    n_docs = data.draw(st_h.integers(1, 12))
+    perms = data.draw(st_h.sampled_from([8, 12, 16]))
+    rows = data.draw(st_h.lists(st_h.tuples(st_h.integers(0, 3), st_h.integers(0, n_docs - 1)), min_size=1, max_size=40))
+    rng = np.random.default_rng(data.draw(st_h.integers(0, 2**16)))
+    low = rng.integers(0, 3, size=(n_docs, perms), dtype=np.uint8)  # few byte values: many agreements
+    sims = rng.integers(0, 2**8, size=n_docs, dtype=np.uint64)  # near one another: many within the bits
+    need = data.draw(st_h.integers(1, perms))
+    keys = np.array([k for k, _ in rows], dtype=np.uint64)
+    docs = np.array([d for _, d in rows], dtype=np.int64) + 100
+    words = np.zeros((n_docs, -(-perms // 8) * 8), np.uint8)
+    words[:, :perms] = low
+    words = words.view(np.uint64)
+    df = pd.DataFrame({"key": keys, "doc_id": docs, **{f"l{i}": words[docs - 100, i] for i in range(words.shape[1])}})
+    want, want_sim = set(), set()
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            a, b = docs[i], docs[j]
+            if keys[i] != keys[j] or a >= b:
+                continue
+            if int((low[a - 100] == low[b - 100]).sum()) >= need:
+                want.add((a, b))
+            d = bin(int(sims[a - 100] ^ sims[b - 100])).count("1")
+            if d <= 3:
+                want_sim.add((a, b, 1.0 - d / 64))
+    got = stages.agreeing_key_pairs(df, perms, need)
+    assert set(zip(got["doc_a"], got["doc_b"])) == want
+    got_s = stages.simhash_pairs(pd.DataFrame({"key": keys, "doc_id": docs, "simhash": sims[docs - 100]}), 3)
+    assert set(zip(got_s["doc_a"], got_s["doc_b"], got_s["similarity"])) == want_sim

@@ -200,7 +200,7 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     if with_docs:
         # 4-5. candidate keys shuffled by key, pairs deduplicated by a shuffle by pair, then verified
         if "jaccard" in settings.pairs:
-            pair_frames["jaccard"] = _jaccard_pairs(dd, with_docs, root, settings, meter)
+            pair_frames["jaccard"] = _jaccard_pairs(dd, with_docs, root, settings, first_ids, meter)
         for m in ("simhash", "simhash_hp"):
             if m in settings.pairs:
                 keys = dd.from_map(st.table_keys, with_docs, root=root, method=m, bits=settings.simhash_bits,
@@ -238,26 +238,21 @@ def _run(client, paths: list[str], root: str, settings: Settings, opts: ReadOpti
     _manifest(root, paths, read, firsts, kept, settings, res)
 
 
-def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings, meter: _Meter):
-    keys = dd.from_map(st.lsh_keys, parts, root=root, settings=settings, meta=st.KEY_META, enforce_metadata=False)
-    cand = meter("lsh keys", keys).shuffle("key").map_partitions(st.key_pairs, meta=st.PAIR_META)
-    cand = meter("lsh candidate pairs", cand).shuffle(["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
-    meter("lsh distinct candidates", cand)
-    # first the partners' min-hash low bytes (the agreement filter), then the shingle sets of the
-    # pairs that pass it only: most chance candidates never carry their sets
+def _jaccard_pairs(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, meter: _Meter):
+    # the keys carry their documents' min-hash low bytes, so the agreement filter runs where a key's
+    # documents meet and the chance candidates of pages sharing a frame are never listed; the pairs
+    # that pass are verified where their sets are read, one partition of each side at a time
+    keys = dd.from_map(st.lsh_keys, parts, root=root, settings=settings, meta=st.lsh_key_meta(settings.minhash_perms),
+                       enforce_metadata=False)
     need = min_agreements(settings.threshold, settings.minhash_perms)
-    low = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "low"], dtype_backend=None)
-    meter("min-hash low bytes (joined twice)", low)
-    with_low = (cand.merge(low.rename(columns={"doc_id": "doc_a", "low": "low_a"}), on="doc_a")
-                .merge(low.rename(columns={"doc_id": "doc_b", "low": "low_b"}), on="doc_b"))
-    agreeing = meter("candidates passing the agreement filter", meter("candidates with both partners' low bytes", with_low).map_partitions(
-        st.agreeing_pairs, settings.minhash_perms, need, meta=st.PAIR_META))
-    sets = dd.read_parquet(f"{root}/{st.WORK}/values", columns=["doc_id", "shingles"], dtype_backend=None)
-    meter("shingle sets (joined twice)", sets)
-    joined = meter("candidates with both partners' shingle sets",
-                   agreeing.merge(sets.rename(columns={"doc_id": "doc_a", "shingles": "shingles_a"}), on="doc_a")
-                   .merge(sets.rename(columns={"doc_id": "doc_b", "shingles": "shingles_b"}), on="doc_b"))
-    return joined.map_partitions(st.verify_jaccard, settings.threshold, meta=st.SIMILAR_META)
+    agreeing = meter("lsh keys with the low bytes", keys).shuffle("key").map_partitions(
+        st.agreeing_key_pairs, settings.minhash_perms, need, meta=st.PAIR_META)
+    agreeing = meter("candidates passing the agreement filter (a pair once per shared key)", agreeing).shuffle(
+        ["doc_a", "doc_b"]).map_partitions(st.distinct_pairs, meta=st.PAIR_META)
+    agreeing = meter("distinct candidates passing the agreement filter", agreeing)
+    by_side = agreeing.map_partitions(st.with_side, first_ids, meta=st.PAIR_META.assign(side=pd.Series([], dtype="int64")))
+    return meter("pairs by the partition of doc_a", by_side).shuffle("side")[["doc_a", "doc_b"]].map_partitions(
+        st.verify_by_partition, root, parts, first_ids, settings.threshold, meta=st.SIMILAR_META)
 
 
 def _concepts(dd, parts: list[int], root: str, settings: Settings, first_ids: np.ndarray, batches: np.ndarray, base: int,

@@ -5,8 +5,8 @@ pandas frame of one shuffled partition) and writes or returns Arrow/pandas
 tables; ``neardup.distributed.run`` decides where they run. The work they do
 is the local ingest's own: ``readers.read_input``, ``ingest.extract_html`` and
 ``ingest.prepare`` for text and fingerprints, ``pairs.band_keys`` and
-``pairs.simhash_keys`` for candidate keys, ``pairs.set_jaccard`` and
-``pairs.low_byte_agreements`` for verification.
+``pairs.simhash_keys`` for candidate keys, the compiled agreement filter
+(``kernels.band_agreements``) and ``pairs.set_jaccard`` for verification.
 
 Partition ``p`` is the ``p``-th input in sorted order; it becomes batch
 ``p + 1`` (what a local ingest of the same inputs, one after the other, into a
@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..ingest import extract_html, prepare
-from ..pairs import EMPTY, band_keys, low_byte_agreements, lsh_params, set_jaccard, simhash_keys
+from ..pairs import EMPTY, band_keys, lsh_params, set_jaccard, simhash_keys
 from ..pairs.groups import _within
 from ..readers import ReadOptions, Reject, read_input
 from ..settings import Settings
@@ -167,7 +167,7 @@ DOCUMENT_SLICE = 4096
 def write_documents(p: int, first_id: int, root: str, settings: Settings) -> int:
     """Give partition ``p``'s kept records their doc ids (``first_id`` on, in input order) and
     write ``documents/part-p``, ``fp_<method>/part-p``, and what later stages join onto pairs:
-    ``_work/values/part-p`` (each document's shingle set and min-hash low bytes) and
+    ``_work/values/part-p`` (each document's shingle set) and
     ``_work/sketches/part-p`` (its bottom-k sketch). Streams the prepared rows
     ``DOCUMENT_SLICE`` at a time (plus the partition's url decisions, a few bytes a record).
     Returns the documents written."""
@@ -243,12 +243,9 @@ def _document_slice(out: _Outputs, t: pa.Table, ids: np.ndarray, p: int, version
     for method, fp in by_method.items():
         out.write(f"fp_{method}", pa.table({"doc_id": cols["doc_id"], **fp}))
     if "jaccard" in settings.pairs:
-        sig = _signatures(t.column("minhash.signature"), settings.minhash_perms)
-        low = (sig & np.uint64(0xFF)).astype(np.uint8)
         out.write(f"{WORK}/values", pa.table({
             "doc_id": cols["doc_id"],
             "shingles": pc.cast(t.column("shingles.hashes"), pa.binary()),
-            "low": pa.array([row.tobytes() for row in low], pa.binary()),
         }))
     if "concept" in settings.clusters:
         sk = t.column("bottomk.sketch").combine_chunks()
@@ -296,15 +293,33 @@ SIMILAR_META = pd.DataFrame({"doc_a": pd.Series([], dtype="int64"), "doc_b": pd.
 
 
 def lsh_keys(p: int, root: str, settings: Settings) -> pd.DataFrame:
-    """``(key, doc_id)``: the LSH band keys of partition ``p``'s documents, as the local ingest
-    posts them (``pairs.candidate_postings``: a signature holding an empty value gets none)."""
+    """``(key, doc_id, l0, l1, ...)``: the LSH band keys of partition ``p``'s documents, as the local
+    ingest posts them (``pairs.candidate_postings``: a signature holding an empty value gets none),
+    each row carrying its document's min-hash low bytes (one byte a permutation, packed in
+    uint64 words ``l<i>``) so that the agreement filter runs where a key's documents meet."""
     t = pq.read_table(part_path(root, "fp_minhash", p))
     ids = t.column("doc_id").to_numpy()
     sig = _signatures(t.column("signature"), settings.minhash_perms)
     bands, rows = lsh_params(settings.threshold, settings.minhash_perms)
     keys = band_keys(sig, bands, rows)
     ok = ~(sig == EMPTY).any(axis=1)
-    return pd.DataFrame({"key": keys[ok].ravel(), "doc_id": np.repeat(ids[ok], bands).astype(np.int64)})
+    words = _low_words(sig[ok])
+    cols = {"key": keys[ok].ravel(), "doc_id": np.repeat(ids[ok], bands).astype(np.int64)}
+    for i in range(words.shape[1]):
+        cols[f"l{i}"] = np.repeat(words[:, i], bands)
+    return pd.DataFrame(cols)
+
+
+def _low_words(sig: np.ndarray) -> np.ndarray:
+    """The signatures' low bytes (``val:minhash8``), zero-padded to whole uint64 words."""
+    n, perms = sig.shape
+    low = np.zeros((n, -(-perms // 8) * 8), dtype=np.uint8)
+    low[:, :perms] = (sig & np.uint64(0xFF)).astype(np.uint8)
+    return low.view(np.uint64)
+
+
+def lsh_key_meta(perms: int) -> pd.DataFrame:
+    return KEY_META.assign(**{f"l{i}": pd.Series([], dtype="uint64") for i in range(-(-perms // 8))})
 
 
 def table_keys(p: int, root: str, method: str, bits: int) -> pd.DataFrame:
@@ -344,17 +359,52 @@ def key_pairs(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"doc_a": a[ok], "doc_b": b[ok]})
 
 
+def _sorted_groups(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order of the rows by ``(key, doc)``, and for each sorted row the first row of its key group."""
+    order = np.lexsort((docs, keys))
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
+    size = np.diff(np.r_[starts, k.size])
+    return order, np.repeat(starts, size).astype(np.int64)
+
+
+def agreeing_key_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:
+    """The candidate pairs ``(doc_a < doc_b)`` of the documents sharing an LSH key whose min-hash
+    low bytes agree on at least ``need`` positions (the local ingest's filter before the exact
+    Jaccard, ``kernels.band_agreements``), for a partition holding every row of its keys (after a
+    shuffle by key). The candidates themselves are never listed: on pages sharing a site frame a
+    key's group holds thousands of documents. A pair may repeat (several keys)."""
+    if df.empty:
+        return PAIR_META.copy()
+    from .. import kernels
+
+    docs = df["doc_id"].to_numpy(np.int64)
+    order, group_first = _sorted_groups(df["key"].to_numpy(np.uint64), docs)
+    d = docs[order]
+    words = df[[c for c in df.columns if c.startswith("l") and c[1:].isdigit()]].to_numpy(np.uint64)
+    low = np.ascontiguousarray(words[order]).view(np.uint8)[:, :perms]
+    base = int(d.min())
+    new_row = np.zeros(int(d.max()) - base + 1, dtype=np.int64)
+    new_row[d - base] = np.arange(d.size, dtype=np.int64)  # any row of a doc: its bytes are the same
+    none = np.full(d.size, -1, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    a, b = kernels.band_agreements(d, group_first, np.arange(d.size, dtype=np.int64), none, np.zeros(1, np.int64),
+                                   empty, empty, new_row, base, low, low[:0], need)
+    return pd.DataFrame({"doc_a": a, "doc_b": b})
+
+
 def simhash_pairs(df: pd.DataFrame, bits: int) -> pd.DataFrame:
     """The pairs within ``bits`` bits among documents sharing a table key (after a shuffle by key),
-    with similarity ``1 - distance / 64``; a pair may repeat (several tables)."""
+    with similarity ``1 - distance / 64``; a pair may repeat (several tables). Compiled, so the
+    pairs of a key group that are not within ``bits`` are never listed."""
     if df.empty:
         return SIMILAR_META.copy()
+    from .. import kernels
+
     docs = df["doc_id"].to_numpy(np.int64)
-    h = df["simhash"].to_numpy(np.uint64)
-    i, j = _group_pairs(df["key"].to_numpy(np.uint64), docs)
-    d = np.bitwise_count(h[i] ^ h[j]).astype(np.int64)
-    ok = (docs[i] != docs[j]) & (d <= bits)
-    return pd.DataFrame({"doc_a": docs[i][ok], "doc_b": docs[j][ok], "similarity": 1.0 - d[ok] / 64.0})
+    order, group_first = _sorted_groups(df["key"].to_numpy(np.uint64), docs)
+    a, b, dist = kernels.group_simhash_pairs(docs[order], df["simhash"].to_numpy(np.uint64)[order], group_first, bits)
+    return pd.DataFrame({"doc_a": a, "doc_b": b, "similarity": 1.0 - dist / 64.0})
 
 
 def distinct_pairs(df: pd.DataFrame) -> pd.DataFrame:
@@ -485,30 +535,54 @@ def concept_rows(df: pd.DataFrame, bases: np.ndarray, params: str, firsts: np.nd
 # -- stage 5: exact verification ------------------------------------------------
 
 
-def agreeing_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:
-    """The candidate pairs whose min-hash signatures agree on at least ``need`` positions (low
-    bytes compared: ``pairs.low_byte_agreements``, the filter the local verification applies
-    before reading shingle sets), from rows ``(doc_a, doc_b, low_a, low_b)`` carrying both
-    partners' low bytes."""
-    if df.empty:
-        return PAIR_META.copy()
-    n = len(df)
-    low = np.frombuffer(b"".join([*df["low_a"], *df["low_b"]]), dtype=np.uint8).reshape(2 * n, perms)
-    ok = low_byte_agreements(low, np.arange(n, dtype=np.int64), np.arange(n, 2 * n, dtype=np.int64), need)
-    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64)[ok], "doc_b": df["doc_b"].to_numpy(np.int64)[ok]})
+def values_partition(doc_ids: np.ndarray, first_ids: np.ndarray) -> np.ndarray:
+    """The index (into ``first_ids``, the first doc id of each partition that holds documents) of
+    the partition holding each doc id."""
+    return (np.searchsorted(first_ids, doc_ids, side="right") - 1).astype(np.int64)
 
 
-def verify_jaccard(df: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """The pairs whose shingle sets have exact Jaccard >= ``threshold`` (``pairs.set_jaccard``),
-    from rows ``(doc_a, doc_b, shingles_a, shingles_b)`` carrying both partners' sets."""
+def with_side(df: pd.DataFrame, first_ids: np.ndarray) -> pd.DataFrame:
+    """``df`` with column ``side``: the partition (``values_partition``) of each pair's ``doc_a``."""
+    return df.assign(side=values_partition(df["doc_a"].to_numpy(np.int64), first_ids))
+
+
+def verify_by_partition(df: pd.DataFrame, root: str, parts: list[int], first_ids: np.ndarray, threshold: float) -> pd.DataFrame:
+    """The pairs ``(doc_a, doc_b)`` whose shingle sets have exact Jaccard >= ``threshold``
+    (``pairs.set_jaccard``). The sets are read here from the partitions' values files, not
+    carried with the pairs: for each partition of ``doc_a`` in ``df`` (after a shuffle by it),
+    its documents' sets, then for each partition of their partners, the partners' sets, so that a
+    task holds two partitions' worth of sets at most."""
     if df.empty:
         return SIMILAR_META.copy()
-    m = len(df)
-    sim = set_jaccard([*df["shingles_a"], *df["shingles_b"]], np.arange(m, dtype=np.int64),
-                      np.arange(m, 2 * m, dtype=np.int64), at_least=threshold)
-    keep = sim >= threshold - 1e-12
-    return pd.DataFrame({"doc_a": df["doc_a"].to_numpy(np.int64)[keep], "doc_b": df["doc_b"].to_numpy(np.int64)[keep],
-                         "similarity": np.asarray(sim, np.float64)[keep]})
+    a_all = df["doc_a"].to_numpy(np.int64)
+    b_all = df["doc_b"].to_numpy(np.int64)
+    pa_all = values_partition(a_all, first_ids)
+    pb_all = values_partition(b_all, first_ids)
+    out = []
+    for x in np.unique(pa_all):
+        in_x = pa_all == x
+        # partition x's own sets: its pairs' doc_a, and the doc_b of its pairs within x
+        sets_x = _shingle_sets(root, parts[x], np.unique(np.r_[a_all[in_x], b_all[in_x & (pb_all == x)]]))
+        for y in np.unique(pb_all[in_x]):
+            m = in_x & (pb_all == y)
+            a, b = a_all[m], b_all[m]
+            sets_y = sets_x if y == x else _shingle_sets(root, parts[y], np.unique(b))
+            ids_x, blobs_x = sets_x
+            ids_y, blobs_y = sets_y
+            ra = np.searchsorted(ids_x, a)
+            rb = np.searchsorted(ids_y, b) + len(blobs_x)
+            sim = set_jaccard(blobs_x + blobs_y, ra, rb, at_least=threshold)
+            keep = sim >= threshold - 1e-12
+            out.append(pd.DataFrame({"doc_a": a[keep], "doc_b": b[keep], "similarity": np.asarray(sim, np.float64)[keep]}))
+    return pd.concat(out, ignore_index=True) if out else SIMILAR_META.copy()
+
+
+def _shingle_sets(root: str, p: int, ids: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+    """The stored shingle sets of documents ``ids`` (ascending) of partition ``p``: their ids, ascending, and the sets."""
+    t = pq.read_table(part_path(root, f"{WORK}/values", p), columns=["doc_id", "shingles"])
+    t = t.filter(pc.is_in(t.column("doc_id"), value_set=pa.array(ids, pa.int64())))
+    t = t.sort_by("doc_id")
+    return t.column("doc_id").to_numpy().astype(np.int64), t.column("shingles").to_pylist()
 
 
 # -- outputs ----------------------------------------------------------------------
