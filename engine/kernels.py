@@ -633,6 +633,17 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     return out_a[:n], out_b[:n]
 
 
+@njit(cache=True)
+def _room3(out_a, out_b, out_d, n):
+    """``_room`` for three output columns."""
+    if n < out_a.size:
+        return out_a, out_b, out_d
+    na, nb = _room(out_a, out_b, n)
+    nd = np.empty(na.size, np.int64)
+    nd[:n] = out_d[:n]
+    return na, nb, nd
+
+
 @njit(cache=True, inline="always")
 def _popcount64(x):
     x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
@@ -670,11 +681,7 @@ def simhash_table_matches(old_ids, old_values, keys, order, new_ids, new_values,
                     break
             if not first:
                 continue
-            if n == out_a.size:
-                out_a, out_b = _room(out_a, out_b, n)
-                nd = np.empty(out_a.size, np.int64)
-                nd[:n] = out_d[:n]
-                out_d = nd
+            out_a, out_b, out_d = _room3(out_a, out_b, out_d, n)
             out_a[n] = old_ids[i]
             out_b[n] = new_ids[j]
             out_d[n] = d
@@ -760,11 +767,7 @@ def group_simhash_pairs(d, h, group_first, bits):
             dist = _popcount64(h[e] ^ h[r])
             if dist > bits:
                 continue
-            if n == out_a.size:
-                out_a, out_b = _room(out_a, out_b, n)
-                nd = np.empty(out_a.size, np.int64)
-                nd[:n] = out_d[:n]
-                out_d = nd
+            out_a, out_b, out_d = _room3(out_a, out_b, out_d, n)
             out_a[n] = d[e]
             out_b[n] = d[r]
             out_d[n] = dist

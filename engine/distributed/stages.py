@@ -333,16 +333,21 @@ def table_keys(p: int, root: str, method: str, bits: int) -> pd.DataFrame:
                          "simhash": np.repeat(h, keys.shape[1])})
 
 
-def _group_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``(i, j)`` into the rows sorted by ``(key, doc)`` of every two rows with equal
-    keys, ``i`` before ``j``; and that order."""
+def _sorted_groups(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order of the rows by ``(key, doc)``, and for each sorted row the first row of its key group."""
     order = np.lexsort((docs, keys))
     k = keys[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
     size = np.diff(np.r_[starts, k.size])
-    first = np.repeat(starts, size)
-    rep = np.arange(k.size) - first  # earlier rows of each row's key group
-    later = np.repeat(np.arange(k.size), rep)
+    return order, np.repeat(starts, size).astype(np.int64)
+
+
+def _group_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(i, j)`` into the rows sorted by ``(key, doc)`` of every two rows with equal
+    keys, ``i`` before ``j``; and that order."""
+    order, first = _sorted_groups(keys, docs)
+    rep = np.arange(keys.size) - first  # earlier rows of each row's key group
+    later = np.repeat(np.arange(keys.size), rep)
     earlier = np.repeat(first, rep) + _within(rep)
     return order[earlier], order[later]
 
@@ -357,15 +362,6 @@ def key_pairs(df: pd.DataFrame) -> pd.DataFrame:
     a, b = docs[i], docs[j]
     ok = a != b
     return pd.DataFrame({"doc_a": a[ok], "doc_b": b[ok]})
-
-
-def _sorted_groups(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The order of the rows by ``(key, doc)``, and for each sorted row the first row of its key group."""
-    order = np.lexsort((docs, keys))
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
-    size = np.diff(np.r_[starts, k.size])
-    return order, np.repeat(starts, size).astype(np.int64)
 
 
 def agreeing_key_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:

@@ -308,15 +308,14 @@ class RunStore:
 
     def after_commit(self) -> None:
         """The write transaction committed: remove the files its merges and deletes replaced."""
-        for name in self._replaced:
-            self._maps.pop(name, None)
-            for ext in (".k", ".i", ".f"):
-                (self.dir / (name + ext)).unlink(missing_ok=True)
-        self._replaced, self._pending = [], []
+        self._unlink(self._replaced)
 
     def after_abort(self) -> None:
         """The write transaction was not committed: the files it wrote are not named by any manifest."""
-        for name in self._pending:
+        self._unlink(self._pending)
+
+    def _unlink(self, names: list[str]) -> None:
+        for name in names:
             self._maps.pop(name, None)
             for ext in (".k", ".i", ".f"):
                 (self.dir / (name + ext)).unlink(missing_ok=True)
