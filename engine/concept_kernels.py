@@ -53,6 +53,33 @@ def _grow1(a, need):
 
 
 @njit(cache=True, inline="always")
+def _maximal(fm, row, gm, pool, es, el, w, k):
+    """No excluded object (``pool[es:es + el]``) shares ``k`` attributes with intersection ``fm[row]``."""
+    for t in range(el):
+        if _and_count(fm, row, gm, pool[es + t], w) >= k:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _report(fm, row, objs, more, fmask, fobj_off, fobj, nf, nobj, w):
+    """Append a maximal set: intersection ``fm[row]``, objects ``objs`` then ``more``; returns the
+    grown output arrays and counts."""
+    fmask = _grow_rows(fmask, nf + 1)
+    fobj_off = _grow1(fobj_off, nf + 2)
+    for t in range(w):
+        fmask[nf, t] = fm[row, t]
+    n = objs.size + more.size
+    fobj = _grow1(fobj, nobj + n)
+    fobj[nobj : nobj + objs.size] = objs
+    fobj[nobj + objs.size : nobj + n] = more
+    nobj += n
+    nf += 1
+    fobj_off[nf] = nobj
+    return fmask, fobj_off, fobj, nf, nobj
+
+
+@njit(cache=True, inline="always")
 def _grow_rows(a, need):
     """``a`` with room for ``need`` rows (doubled when short)."""
     if need <= a.shape[0]:
@@ -202,21 +229,8 @@ def _search(gm, n_obj, w, k, cand, n_cand, excl, n_excl, budget, max_sets, fmask
                 d -= 1
                 continue
             if kept == 0:
-                ok = True
-                for t in range(el):
-                    if _and_count(fm, d, gm, pool[es + t], w) >= k:
-                        ok = False
-                        break
-                if ok:
-                    fmask = _grow_rows(fmask, nf + 1)
-                    fobj_off = _grow1(fobj_off, nf + 2)
-                    for t in range(w):
-                        fmask[nf, t] = fm[d, t]
-                    fobj = _grow1(fobj, nobj + c)
-                    fobj[nobj : nobj + c] = chosen[:c]
-                    nobj += c
-                    nf += 1
-                    fobj_off[nf] = nobj
+                if _maximal(fm, d, gm, pool, es, el, w, k):
+                    fmask, fobj_off, fobj, nf, nobj = _report(fm, d, chosen[:c], pool[cs:cs], fmask, fobj_off, fobj, nf, nobj, w)
                 d -= 1
                 continue
             # look-ahead: when all remaining candidates fit together, that is the one maximal set below
@@ -231,22 +245,8 @@ def _search(gm, n_obj, w, k, cand, n_cand, excl, n_excl, budget, max_sets, fmask
             for t in range(w):
                 together += _popcount64(fm[top, t])
             if together >= k:
-                ok = True
-                for t in range(el):
-                    if _and_count(fm, top, gm, pool[es + t], w) >= k:
-                        ok = False
-                        break
-                if ok:
-                    fmask = _grow_rows(fmask, nf + 1)
-                    fobj_off = _grow1(fobj_off, nf + 2)
-                    for t in range(w):
-                        fmask[nf, t] = fm[top, t]
-                    fobj = _grow1(fobj, nobj + c + kept)
-                    fobj[nobj : nobj + c] = chosen[:c]
-                    fobj[nobj + c : nobj + c + kept] = pool[cs : cs + kept]
-                    nobj += c + kept
-                    nf += 1
-                    fobj_off[nf] = nobj
+                if _maximal(fm, top, gm, pool, es, el, w, k):
+                    fmask, fobj_off, fobj, nf, nobj = _report(fm, top, chosen[:c], pool[cs:cs + kept], fmask, fobj_off, fobj, nf, nobj, w)
                 d -= 1
                 continue
             fr[d, _I] = 0
