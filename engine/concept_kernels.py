@@ -53,6 +53,18 @@ def _grow1(a, need):
 
 
 @njit(cache=True, inline="always")
+def _keep_sharing(pool, lo, hi, p, fm, row, gm, w, k):
+    """Append to ``pool`` from position ``p`` the objects of ``pool[lo:hi]`` that share at least ``k``
+    attributes with intersection ``fm[row]``; returns the next free position."""
+    for t in range(lo, hi):
+        o = pool[t]
+        if _and_count(fm, row, gm, o, w) >= k:
+            pool[p] = o
+            p += 1
+    return p
+
+
+@njit(cache=True, inline="always")
 def _maximal(fm, row, gm, pool, es, el, w, k):
     """No excluded object (``pool[es:es + el]``) shares ``k`` attributes with intersection ``fm[row]``."""
     for t in range(el):
@@ -265,23 +277,11 @@ def _search(gm, n_obj, w, k, cand, n_cand, excl, n_excl, budget, max_sets, fmask
         p = fr[d, _END]
         pool = _grow1(pool, p + cl + el)
         fr[c1, _CS] = p
-        for t in range(i + 1, cl):
-            o = pool[cs + t]
-            if _and_count(fm, c1, gm, o, w) >= k:
-                pool[p] = o
-                p += 1
+        p = _keep_sharing(pool, cs + i + 1, cs + cl, p, fm, c1, gm, w, k)
         fr[c1, _CL] = p - fr[c1, _CS]
         fr[c1, _ES] = p
-        for t in range(el):
-            o = pool[es + t]
-            if _and_count(fm, c1, gm, o, w) >= k:
-                pool[p] = o
-                p += 1
-        for t in range(i):
-            o = pool[cs + t]
-            if _and_count(fm, c1, gm, o, w) >= k:
-                pool[p] = o
-                p += 1
+        p = _keep_sharing(pool, es, es + el, p, fm, c1, gm, w, k)
+        p = _keep_sharing(pool, cs, cs + i, p, fm, c1, gm, w, k)
         fr[c1, _EL] = p - fr[c1, _ES]
         fr[c1, _END] = p
         chosen[fr[d, _CB]] = obj
