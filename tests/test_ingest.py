@@ -253,3 +253,27 @@ def test_catalog_connections_never_draw_duckdbs_progress_bar(tmp_path, index_dir
         assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0] is False
     with idx.writer() as w:
         assert w.con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0] is False
+
+
+def test_a_later_ingest_does_not_rewrite_the_catalog_blocks_of_earlier_ones(tmp_path):
+    """The checkpoint that ends a later ingest keeps the blocks earlier ones wrote (DuckDB's
+    row-group vacuum, which merged each batch's row groups and so rewrote whole tables, is off for
+    writers)."""
+    import duckdb
+
+    idx = Index(tmp_path / "idx")
+
+    def blocks(table: str) -> set[int]:
+        con = duckdb.connect(str(idx.catalog_path), read_only=True)
+        try:
+            return {r[0] for r in con.execute(f"SELECT DISTINCT block_id FROM pragma_storage_info('{table}') WHERE block_id >= 0").fetchall()}
+        finally:
+            con.close()
+
+    for part in range(3):
+        recs = [{"url": f"p{part}-{i}", "text": words_text(60, 1000 * part + i)} for i in range(3000)]
+        ingest(idx, str(write_jsonl(tmp_path / f"{part}.jsonl", recs)))
+        if part == 0:
+            first = {t: blocks(t) for t in ("fp_minhash", "fp_bottomk", "documents")}
+    for t, b in first.items():
+        assert b and b <= blocks(t), t
