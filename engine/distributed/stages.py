@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from ..ingest import extract_html, prepare
 from ..pairs import EMPTY, band_keys, lsh_params, set_jaccard, simhash_keys
 from ..pairs.groups import _within
+from ..pairs.values import _signature_rows
 from ..readers import ReadOptions, Reject, read_input
 from ..settings import Settings
 
@@ -314,7 +315,7 @@ def _low_words(sig: np.ndarray) -> np.ndarray:
     """The signatures' low bytes (``val:minhash8``), zero-padded to whole uint64 words."""
     n, perms = sig.shape
     low = np.zeros((n, -(-perms // 8) * 8), dtype=np.uint8)
-    low[:, :perms] = (sig & np.uint64(0xFF)).astype(np.uint8)
+    low[:, :perms] = _signature_rows(sig)
     return low.view(np.uint64)
 
 
