@@ -369,3 +369,19 @@ def test_html_texts_are_compared_by_their_visible_text(indexes):
     assert {(r["method"], r["similarity"]) for r in as_html} == {("jaccard", 1.0), ("simhash", 1.0)}
     as_text = [r for r in idx.query([page]).to_pylist() if r["doc_id"] == doc_id and r["method"] == "jaccard"]
     assert not as_text or as_text[0]["similarity"] < 1.0  # the markup's words count when it is taken as plain text
+
+
+def test_html_queries_fingerprint_the_text_the_index_does(tmp_path):
+    """An index made with ``--content main`` (the default) fingerprints each page's main content;
+    a query of the same crawl must too, so every page finds its own indexed copy at 1.0."""
+    crawl = str(FIXTURES / "crawl" / "sample.warc.gz")
+    idx = Index(tmp_path / "idx")
+    ingest(idx, crawl)
+    with idx.reader() as con:
+        mains = dict(con.execute("SELECT url, doc_id FROM documents WHERE content = 'main' AND main_text <> text").fetchall())
+    assert len(mains) > 5  # pages whose main content is not their whole text
+    r = cli(crawl, "--index", str(idx.path), "--format", "jsonl")
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    own = {(x["url"], x["doc_id"]) for x in rows if x["method"] == "jaccard" and x["similarity"] == 1.0}
+    assert {(u, d) for u, d in mains.items()} <= own

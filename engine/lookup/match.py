@@ -120,7 +120,7 @@ def prepared_chunks(raw: Iterable[RawChunk], settings: Settings, threads: bool =
     without ``threads``, in this thread (for chunks already in memory: starting threads costs more)."""
 
     def prep(chunk: RawChunk):
-        chunk = extract_html(chunk)
+        chunk = extract_html(chunk, settings.content)  # the text the index fingerprints: main content or all
         return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None)
 
     return ordered_map(prep, prefetch(raw)) if threads else map(prep, raw)
