@@ -34,7 +34,7 @@ from .faults import crashpoint
 from .keys import DOCINFO, URL_CHECK_SEED, hash64
 from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
-from .readers.content import ContentPool, main_contents
+from .readers.content import ContentPool, page_texts
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
@@ -95,17 +95,16 @@ def extract_html(chunk: RawChunk, content: str = "full", pool: ContentPool | Non
     plain text is kept exactly as read. With ``content="main"`` the batch
     gains a column ``main``: each HTML record's main content
     (``neardup.readers.content``), null for the other records; with ``pool``, a big
-    chunk's main contents are extracted in its worker processes meanwhile.
+    chunk's texts are extracted in its worker processes.
     """
     b = chunk.batch
     is_html = b.column("is_html").to_numpy(zero_copy_only=False)
     if b.num_rows == 0 or not is_html.any():
         return chunk
     content_col = b.column("content")
-    pages = content_col.filter(pa.array(is_html)).to_pylist() if content == "main" else []
-    main_of = pool.submit(pages) if pool is not None and pages else (lambda: main_contents(pages))
-    html = text.mark_blocks(content_col.filter(pa.array(is_html))).to_pylist()
-    extracted = text.clean_whitespace(pa.array([text.html_to_text(s, blocks_marked=True) for s in html], pa.large_string()))
+    html = content_col.filter(pa.array(is_html))
+    main = content == "main"
+    extracted, main_text = pool.submit(html, main)() if pool is not None else page_texts(html, main)
     # put the extracted texts back in the rows that held HTML
     take = pa.array(np.maximum(np.cumsum(is_html) - 1, 0))
     merged = pc.if_else(pa.array(is_html), extracted.take(take), content_col)
@@ -115,7 +114,7 @@ def extract_html(chunk: RawChunk, content: str = "full", pool: ContentPool | Non
     schema = b.schema
     if content == "main":
         # an HTML record whose page cannot be parsed gets "" (its full text is fingerprinted); the others null
-        main = main_of().fill_null("")
+        main = main_text.fill_null("")
         cols["main"] = pc.if_else(pa.array(is_html), main.take(take), pa.nulls(b.num_rows, pa.large_string()))
         schema = schema.append(pa.field("main", pa.large_string()))
     chunk.batch = pa.RecordBatch.from_pydict(cols, schema=schema)

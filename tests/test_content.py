@@ -312,26 +312,27 @@ def test_an_index_made_before_the_setting_keeps_fingerprinting_the_full_text(tmp
     assert sql(idx, "SELECT value FROM settings WHERE key = 'content'") == [{"value": '"full"'}]
 
 
-def test_main_contents_from_worker_processes_are_the_same(tmp_path, monkeypatch):
-    """A big chunk's main contents come from worker processes (resiliparse holds the GIL): the
-    documents, pairs and clusters are those of the extraction in the process itself."""
+@pytest.mark.parametrize("setting", ["main", "full"])
+def test_texts_from_worker_processes_are_the_same(tmp_path, monkeypatch, setting):
+    """A big chunk's texts (full and main) come from worker processes (selectolax and resiliparse
+    hold the GIL): the documents, pairs and clusters are those of the extraction in the process itself."""
     import neardup.readers.content as content
 
     src = str(FIXTURES / "crawl" / "sample.warc.gz")
-    ingest(Index(tmp_path / "here"), src)
+    ingest(Index(tmp_path / "here"), src, create_with=Settings(content=setting))
     started = []
     real_submit = content.ContentPool.submit
 
-    def counting(self, html):
-        out = real_submit(self, html)
+    def counting(self, html, main):
+        out = real_submit(self, html, main)
         started.append(self._pool is not None)
         return out
 
     monkeypatch.setattr(content, "POOL_MIN_CHARS", 0)
     monkeypatch.setattr(content.ContentPool, "submit", counting)
-    ingest(Index(tmp_path / "pool"), src)
+    ingest(Index(tmp_path / "pool"), src, create_with=Settings(content=setting))
     assert started and all(started)
-    q = ("SELECT url, content, main_text FROM documents ORDER BY url", "SELECT * FROM duplicate_urls ORDER BY ALL",
+    q = ("SELECT url, content, text, main_text FROM documents ORDER BY url", "SELECT * FROM duplicate_urls ORDER BY ALL",
          "SELECT c.method, c.size, c.support FROM clusters c ORDER BY ALL")
     for one in q:
         assert sql(tmp_path / "pool", one) == sql(tmp_path / "here", one)
@@ -350,7 +351,8 @@ def test_content_workers_end_when_the_ingest_is_killed(tmp_path):
         "import neardup.readers.content as c\n"
         "c.POOL_MIN_CHARS = 0\n"
         "pool = c.ContentPool()\n"
-        "pool.submit(['<html><body><main><p>' + 'words ' * 50 + '</p></main></body></html>'])()\n"
+        "import pyarrow as pa\n"
+        "pool.submit(pa.array(['<html><body><main><p>' + 'words ' * 50 + '</p></main></body></html>']), True)()\n"
         "print(' '.join(str(p) for p in pool._pool._processes), flush=True)\n"
         "time.sleep(60)\n"
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import text
 
@@ -50,8 +51,26 @@ def main_contents(html: list[str]) -> pa.Array:
     return text.clean_whitespace(pa.array([main_content(h) for h in html], pa.large_string()))
 
 
-#: HTML characters in one chunk from which its main contents are extracted in worker processes
-#: (resiliparse holds the GIL; below this a chunk is extracted in the process itself)
+def page_texts(html: pa.Array, main: bool) -> tuple[pa.Array, pa.Array | None]:
+    """Each page's visible text (``text.html_to_text``) and, with ``main``, its main content
+    (``main_content``; null where none), both white-space cleaned."""
+    full, mains = _raw_texts(html, main)
+    return _cleaned(full, mains)
+
+
+def _raw_texts(html: pa.Array, main: bool) -> tuple[list[str], list[str | None] | None]:
+    """``page_texts`` before the white-space cleaning: one page after another."""
+    full = [text.html_to_text(s, blocks_marked=True) for s in text.mark_blocks(html).to_pylist()]
+    return full, ([main_content(h) for h in html.to_pylist()] if main else None)
+
+
+def _cleaned(full: list[str], mains: list[str | None] | None) -> tuple[pa.Array, pa.Array | None]:
+    clean = text.clean_whitespace(pa.array(full, pa.large_string()))
+    return clean, (None if mains is None else text.clean_whitespace(pa.array(mains, pa.large_string())))
+
+
+#: HTML characters in one chunk whose texts are extracted in worker processes (selectolax and
+#: resiliparse hold the GIL; below this a chunk is extracted in the calling thread)
 POOL_MIN_CHARS = 4_000_000
 #: worker processes of a ``ContentPool`` (this machine's cores, at most 2: the ingest's own work needs one)
 POOL_WORKERS = max(1, min(2, os.cpu_count() or 1))
@@ -70,16 +89,11 @@ def _exit_with(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _raw_main_contents(html: list[str]) -> list[str | None]:
-    """The worker's part of ``main_contents``: one page after another, not yet cleaned."""
-    return [main_content(h) for h in html]
-
-
 class ContentPool:
-    """Main-content extraction of big chunks in worker processes, started on the first one.
+    """The HTML text extraction of big chunks in worker processes, started on the first one.
 
-    ``submit`` returns a callable giving what ``main_contents`` would: the same
-    extractor on the same pages, only elsewhere, so the results do not depend on
+    ``submit`` returns a callable giving what ``page_texts`` would: the same
+    extractors on the same pages, only elsewhere, so the results do not depend on
     where they were computed. Workers are spawned (no copy of the writer's open
     catalog or postings) and exit with the ingest, or within a second of it dying.
     """
@@ -87,17 +101,17 @@ class ContentPool:
     def __init__(self) -> None:
         self._pool = None
 
-    def submit(self, html: list[str]):
-        if sum(len(h) for h in html) < POOL_MIN_CHARS:
-            return lambda: main_contents(html)
+    def submit(self, html: pa.Array, main: bool):
+        if (pc.sum(pc.utf8_length(html)).as_py() or 0) < POOL_MIN_CHARS:
+            return lambda: page_texts(html, main)
         if self._pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(POOL_WORKERS, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_exit_with, initargs=(os.getpid(),))
-        future = self._pool.submit(_raw_main_contents, html)
-        return lambda: text.clean_whitespace(pa.array(future.result(), pa.large_string()))
+        future = self._pool.submit(_raw_texts, html, main)  # an Arrow array pickles as its buffers
+        return lambda: _cleaned(*future.result())
 
     def close(self) -> None:
         if self._pool is not None:
