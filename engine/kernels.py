@@ -378,11 +378,25 @@ def charikar(word_hashes, counts):
 
 
 @njit(cache=True, inline="always")
-def _common(data, i, ie, j, je):
+def _bswap(x):
+    """``x`` with its 8 bytes in reverse order."""
+    x = ((x & uint64(0x00FF00FF00FF00FF)) << uint64(8)) | ((x >> uint64(8)) & uint64(0x00FF00FF00FF00FF))
+    x = ((x & uint64(0x0000FFFF0000FFFF)) << uint64(16)) | ((x >> uint64(16)) & uint64(0x0000FFFF0000FFFF))
+    return (x << uint64(32)) | (x >> uint64(32))
+
+
+@njit(cache=True, inline="always")
+def _at(data, i, swap):
+    """``data[i]``, its bytes reversed with ``swap`` (big-endian values read on a little-endian machine)."""
+    return _bswap(data[i]) if swap else data[i]
+
+
+@njit(cache=True, inline="always")
+def _common(data, i, ie, j, je, swap=False):
     """How many values the sorted runs ``data[i:ie]`` and ``data[j:je]`` share."""
     inter = 0
     while i < ie and j < je:
-        x, y = data[i], data[j]
+        x, y = _at(data, i, swap), _at(data, j, swap)
         if x == y:
             inter += 1
             i += 1
@@ -395,20 +409,21 @@ def _common(data, i, ie, j, je):
 
 
 @njit(cache=True, nogil=True)
-def pair_jaccard(data, offs, ra, rb):
-    """Jaccard of sorted distinct sets ``data[offs[r]:offs[r+1]]`` for each row pair ``(ra[i], rb[i])``."""
+def pair_jaccard(data, offs, ra, rb, swap=False):
+    """Jaccard of sorted distinct sets ``data[offs[r]:offs[r+1]]`` for each row pair ``(ra[i], rb[i])``
+    (``swap``: each value's bytes are in the other order, big-endian values on a little-endian machine)."""
     out = np.empty(ra.size, np.float64)
     for p in range(ra.size):
         i, ie = offs[ra[p]], offs[ra[p] + 1]
         j, je = offs[rb[p]], offs[rb[p] + 1]
-        inter = _common(data, i, ie, j, je)
+        inter = _common(data, i, ie, j, je, swap)
         union = (ie - i) + (je - j) - inter
         out[p] = inter / union if union > 0 else 0.0
     return out
 
 
 @njit(cache=True, nogil=True)
-def pair_jaccard_at_least(data, offs, ra, rb, t):
+def pair_jaccard_at_least(data, offs, ra, rb, t, swap=False):
     """As ``pair_jaccard`` for the pairs whose Jaccard reaches ``t``; -1.0 for the others, whose
     merge stops as soon as more values are unmatched than a Jaccard of ``t`` allows
     (``|A n B| >= t (|A| + |B|) / (1 + t)``, so at most ``|A| - that`` of A's values unmatched)."""
@@ -421,7 +436,7 @@ def pair_jaccard_at_least(data, offs, ra, rb, t):
         free_a, free_b = na - need, nb - need
         inter, miss_a, miss_b = 0, 0, 0
         while i < ie and j < je:
-            x, y = data[i], data[j]
+            x, y = _at(data, i, swap), _at(data, j, swap)
             if x == y:
                 inter += 1
                 i += 1

@@ -449,9 +449,11 @@ def test_pair_settings_are_checked_against_the_fingerprints():
 @given(st.lists(st.tuples(st.sets(st.integers(0, 40), max_size=30), st.sets(st.integers(0, 40), max_size=30)), min_size=1, max_size=20),
        st.sampled_from([0.3, 0.5, 0.8, 0.9, 1.0]))
 def test_jaccard_with_early_stop_equals_the_full_merge_at_and_above_the_threshold(pairs_, t):
+    """Both merges against Python's sets, on native and on stored (big-endian) values."""
     from neardup import kernels
 
-    sets = [np.array(sorted(s), dtype=np.uint64) for p in pairs_ for s in p]
+    # values of several bytes, whose order changes when their bytes are reversed
+    sets = [np.array(sorted(v * 1_000_003 for v in s), dtype=np.uint64) for p in pairs_ for s in p]
     offs = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
     data = np.concatenate(sets) if sets else np.zeros(0, np.uint64)
     ra = np.arange(0, len(sets), 2, dtype=np.int64)
@@ -461,6 +463,19 @@ def test_jaccard_with_early_stop_equals_the_full_merge_at_and_above_the_threshol
     above = full >= t - 1e-12
     assert np.array_equal(early[above], full[above])
     assert (early[~above] < t - 1e-12).all()
+    want = []
+    for a, b in zip(ra.tolist(), rb.tolist()):
+        x, y = set(sets[a].tolist()), set(sets[b].tolist())
+        want.append(len(x & y) / len(x | y) if x | y else 0.0)
+    assert np.allclose(full, want)
+    # the same sets stored as the index stores them (big-endian), read in place with swap
+    assert np.array_equal(kernels.pair_jaccard(data.byteswap(), offs, ra, rb, True), full)
+    assert np.array_equal(kernels.pair_jaccard_at_least(data.byteswap(), offs, ra, rb, t, True), early)
+    from neardup.pairs import set_jaccard
+
+    blobs = [s.astype(">u8").tobytes() for s in sets]
+    assert np.array_equal(set_jaccard(blobs, ra, rb), full)
+    assert np.array_equal(set_jaccard(blobs, ra, rb, at_least=t), early)
 
 
 def test_the_agreement_filter_drops_a_pair_at_the_threshold_with_at_most_its_risk():

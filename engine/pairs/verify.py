@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 
@@ -70,10 +71,15 @@ def set_jaccard(blobs: list[bytes], ra: np.ndarray, rb: np.ndarray, at_least: fl
 
     offs = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(x) // 8 for x in blobs], out=offs[1:])
-    data = np.frombuffer(b"".join(blobs), dtype=">u8").astype(np.uint64)
+    # read in place: the kernels reverse each value's bytes as they load it (no converted copy of
+    # what can be gigabytes of shingle sets per slice)
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint64)
+    if not data.flags.aligned:  # pragma: no cover - a bytes object's data is 8-byte aligned in CPython
+        data = data.copy()
+    swap = sys.byteorder == "little"
     if at_least is not None:
-        return kernels.pair_jaccard_at_least(data, offs, ra, rb, float(at_least))
-    return kernels.pair_jaccard(data, offs, ra, rb)
+        return kernels.pair_jaccard_at_least(data, offs, ra, rb, float(at_least), swap)
+    return kernels.pair_jaccard(data, offs, ra, rb, swap)
 
 
 def minhash_similarity(con, a: np.ndarray, b: np.ndarray, perms: int) -> np.ndarray:
