@@ -46,11 +46,6 @@ def main_content(html: str) -> str | None:
         return None
 
 
-def main_contents(html: list[str]) -> pa.Array:
-    """Main content of each page, white-space cleaned as ``text.clean_whitespace`` does; null where none."""
-    return text.clean_whitespace(pa.array([main_content(h) for h in html], pa.large_string()))
-
-
 def page_texts(html: pa.Array, main: bool) -> tuple[pa.Array, pa.Array | None]:
     """Each page's visible text (``text.html_to_text``) and, with ``main``, its main content
     (``main_content``; null where none), both white-space cleaned."""
