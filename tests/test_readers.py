@@ -142,15 +142,18 @@ def test_warc_responses_html_charset_and_skips(tmp_path):
         ("http://ru/", ru, "text/html; charset=windows-1251"),
         ("http://meta/", b'<html><head><meta charset="koi8-r"></head><body>' + "Мир".encode("koi8-r") + b"</body></html>", "text/html"),
         ("http://moved/", b"", "text/html", "301 Moved Permanently"),
+        ("http://u/", "<p>Grüße → ✓ 日本 \U0001F600</p>".encode(), "text/html"),
     ])
     rows, rejects, skipped = collect(p)
     assert rejects == []
-    assert [r["url"] for r in rows] == ["http://a/", "http://ru/", "http://meta/"]
+    assert [r["url"] for r in rows] == ["http://a/", "http://ru/", "http://meta/", "http://u/"]
     assert rows[1]["content"] == "Привет, это страница на русском языке."
     assert "Мир" in rows[2]["content"]
+    # UTF-8 is stored as read (not decoded and encoded again), beside texts of other charsets
+    assert rows[3]["content"] == "<p>Grüße → ✓ 日本 \U0001F600</p>"
     assert all(r["is_html"] for r in rows)
     assert all(r["record"].startswith("offset ") for r in rows)
-    assert skipped == 1 + 5 + 2  # warcinfo, 5 requests, image, redirect
+    assert skipped == 1 + 6 + 2  # warcinfo, 6 requests, image, redirect
 
 
 def test_warc_undeclared_invalid_utf8_and_binary_are_rejected_with_offset(tmp_path):

@@ -58,7 +58,7 @@ class ChunkBuilder:
         self.urls: list[str] = []
         self.sources: list[str] = []
         self.records: list[str] = []
-        self.contents: list[str] = []
+        self.contents: list[str | bytes] = []
         self.html: list[bool] = []
         self.sizes: list[int] = []
         self.rejects: list[Reject] = []
@@ -66,7 +66,8 @@ class ChunkBuilder:
         self.n_bytes_read = 0
         self._bytes = 0
 
-    def add(self, url: str, record: str, content: str, is_html: bool, n_bytes: int, source: str | None = None) -> None:
+    def add(self, url: str, record: str, content: str | bytes, is_html: bool, n_bytes: int, source: str | None = None) -> None:
+        """One record; ``content`` is its text, or that text's UTF-8 bytes (already checked)."""
         self.urls.append(url)
         self.sources.append(source or self.source)
         self.records.append(record)
@@ -87,7 +88,7 @@ class ChunkBuilder:
                 pa.array(self.urls, pa.string()),
                 pa.array(self.sources, pa.string()),
                 pa.array(self.records, pa.string()),
-                pa.array(self.contents, pa.large_string()),
+                _text_column(self.contents),
                 pa.array(self.html, pa.bool_()),
                 pa.array(self.sizes, pa.int64()),
             ],
@@ -99,6 +100,15 @@ class ChunkBuilder:
 
     def pending(self) -> bool:
         return bool(self.urls or self.rejects or self.n_skipped or self.n_bytes_read)
+
+
+def _text_column(contents: list[str | bytes]) -> pa.Array:
+    """Texts given as strings or as checked UTF-8 bytes, as one large_string array (bytes are copied
+    as they are; encoding a string of other than ASCII to UTF-8 costs a pass over it)."""
+    if not any(isinstance(c, bytes) for c in contents):
+        return pa.array(contents, pa.large_string())
+    raw = [c if isinstance(c, bytes) else c.encode("utf-8") for c in contents]
+    return pa.array(raw, pa.large_binary()).view(pa.large_string())
 
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
@@ -158,13 +168,17 @@ def binary_reason(head: bytes) -> str | None:
             f"in its first {len(head):,} bytes")
 
 
-def decode(data: bytes, charset: str | None, forced: str | None = None) -> tuple[str | None, str | None]:
+def decode(data: bytes, charset: str | None, forced: str | None = None,
+           keep_utf8: bool = False) -> tuple[str | bytes | None, str | None]:
     """Decode record bytes; returns ``(text, None)`` or ``(None, reason)``.
 
     Policy (documented in docs/architecture.md): bytes that look binary are
     rejected; a forced or declared charset is used when Python knows it;
     otherwise the bytes must be valid UTF-8, and invalid UTF-8 is rejected
     (never guessed, never silently replaced), naming the byte offset.
+    With ``keep_utf8``, valid UTF-8 is returned as the bytes themselves (checked,
+    not kept decoded): ``ChunkBuilder`` then stores them without encoding a
+    string back to UTF-8.
     """
     if looks_binary(data):
         return None, "binary content (NUL or control bytes), not text"
@@ -182,6 +196,7 @@ def decode(data: bytes, charset: str | None, forced: str | None = None) -> tuple
         except UnicodeDecodeError as exc:
             return None, f"bytes invalid in declared charset {name} at byte {exc.start}"
     try:
-        return data.decode("utf-8"), None
+        text = data.decode("utf-8")
+        return (data if keep_utf8 else text), None
     except UnicodeDecodeError as exc:
         return None, f"invalid UTF-8 at byte {exc.start}; pass --encoding to name the charset"
