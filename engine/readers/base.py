@@ -168,17 +168,15 @@ def binary_reason(head: bytes) -> str | None:
             f"in its first {len(head):,} bytes")
 
 
-def decode(data: bytes, charset: str | None, forced: str | None = None,
-           keep_utf8: bool = False) -> tuple[str | bytes | None, str | None]:
+def decode(data: bytes, charset: str | None, forced: str | None = None) -> tuple[str | bytes | None, str | None]:
     """Decode record bytes; returns ``(text, None)`` or ``(None, reason)``.
 
     Policy (documented in docs/architecture.md): bytes that look binary are
     rejected; a forced or declared charset is used when Python knows it;
     otherwise the bytes must be valid UTF-8, and invalid UTF-8 is rejected
     (never guessed, never silently replaced), naming the byte offset.
-    With ``keep_utf8``, valid UTF-8 is returned as the bytes themselves (checked,
-    not kept decoded): ``ChunkBuilder`` then stores them without encoding a
-    string back to UTF-8.
+    Valid UTF-8 is returned as the bytes themselves (checked by decoding, not
+    kept decoded): ``ChunkBuilder`` stores them without encoding a string back.
     """
     if looks_binary(data):
         return None, "binary content (NUL or control bytes), not text"
@@ -196,7 +194,7 @@ def decode(data: bytes, charset: str | None, forced: str | None = None,
         except UnicodeDecodeError as exc:
             return None, f"bytes invalid in declared charset {name} at byte {exc.start}"
     try:
-        text = data.decode("utf-8")
-        return (data if keep_utf8 else text), None
+        data.decode("utf-8")
+        return data, None
     except UnicodeDecodeError as exc:
         return None, f"invalid UTF-8 at byte {exc.start}; pass --encoding to name the charset"

@@ -26,7 +26,7 @@ def add_document(b: ChunkBuilder, data: bytes, url: str, is_html: bool, opts: Re
         b.reject("file", f"truncated or corrupt compressed input ({exc}); the document is lost", source=source)
         return
     b.n_bytes_read += len(data)
-    text, why = decode(data, sniff_html_charset(data) if is_html else None, opts.encoding, keep_utf8=True)
+    text, why = decode(data, sniff_html_charset(data) if is_html else None, opts.encoding)
     if text is None:
         b.reject("file", why or "unreadable", source=source)
         return

@@ -137,7 +137,7 @@ def _one_record(b: ChunkBuilder, rec, it: ArchiveIterator, opts: ReadOptions) ->
     url = target or f"{b.source}#offset{offset}"
     b.n_bytes_read += len(data)
     charset = charset_from_content_type(ctype) or (sniff_html_charset(data) if is_html else None)
-    text, why = decode(data, charset, opts.encoding, keep_utf8=True)
+    text, why = decode(data, charset, opts.encoding)
     if text is None:
         b.reject(where, f"{why} (url {url})")
         return offset
