@@ -112,10 +112,9 @@ def extract_html(chunk: RawChunk, content: str = "full", pool: ContentPool | Non
     cols["content"] = merged
     cols["is_html"] = pa.array(np.zeros(b.num_rows, dtype=bool))
     schema = b.schema
-    if content == "main":
+    if main:
         # an HTML record whose page cannot be parsed gets "" (its full text is fingerprinted); the others null
-        main = main_text.fill_null("")
-        cols["main"] = pc.if_else(pa.array(is_html), main.take(take), pa.nulls(b.num_rows, pa.large_string()))
+        cols["main"] = pc.if_else(pa.array(is_html), main_text.fill_null("").take(take), pa.nulls(b.num_rows, pa.large_string()))
         schema = schema.append(pa.field("main", pa.large_string()))
     chunk.batch = pa.RecordBatch.from_pydict(cols, schema=schema)
     return chunk
