@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -10,6 +11,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from .base import BINARY_CHECK_BYTES, ChunkBuilder, RawChunk, binary_reason, charset_from_content_type, decode, sniff_html_charset
+from . import warc_fast
 from .options import ReadOptions
 from .streams import ZSTD_MAGIC, Truncated, decompress_all, decompressed_head, is_compressed, peek
 
@@ -30,30 +32,52 @@ def read_warc(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[RawC
         b.reject("file", "zstd-compressed WARC, which is not supported (plain and gzip WARC are); decompress it first (zstd -d)")
         yield b.take()
         return
+    taken = None  # the last record the fast path took: warcio reads on from it, wanting only its end
+    if warc_fast.ENABLED and isinstance(getattr(stream, "raw", None), io.FileIO) and stream.seekable():
+        taken = yield from warc_fast.fast_records(stream, b, opts, _one_record)
+        stream.seek(taken or 0)
+    base, again = taken or 0, taken is not None
     counted = _Counting(stream)
-    it = ArchiveIterator(counted, arc2warc=True)
-    end = 0  # where the last complete record ends
+    it = _Shifted(ArchiveIterator(counted, arc2warc=True), base)
+    end = 0  # where the last complete record ends (in the part warcio reads)
     try:
         for rec in it:
-            offset = _one_record(b, rec, it, opts)
+            offset = (it.get_record_offset() if again else _one_record(b, rec, it, opts)) - base
             end = offset + it.get_record_length()
+            again = False
             if b.full():
                 yield b.take()
         counted.drain()
         if counted.total > end and counted.tail_has_data(end):
-            b.reject(f"offset {end}", f"truncated or corrupt WARC: {counted.total - end} bytes after the last complete record could not be read; the rest of the file is lost")
+            b.reject(f"offset {base + end}", f"truncated or corrupt WARC: {counted.total - end} bytes after the last complete record could not be read; the rest of the file is lost")
     except _TruncatedRecord as exc:
         b.reject(f"offset {exc.offset}", f"truncated WARC record ({exc.missing} bytes missing); the rest of the file is lost")
     except Exception as exc:  # noqa: BLE001 - warcio fails on damaged headers with any exception (AttributeError on a
         # status line it cannot split, ...): the damage is where reading stopped, named in the reject with its type
-        first = decompressed_head(bytes(counted.head), BINARY_CHECK_BYTES) if end == 0 else b"WARC/"
+        first = decompressed_head(bytes(counted.head), BINARY_CHECK_BYTES) if end == 0 and taken is None else b"WARC/"
         why = None if first.startswith((b"WARC/", b"filedesc://")) else binary_reason(first)
         if why is not None:
             b.reject("file", f"{why}; not a WARC or ARC file, so nothing of it is read")
         else:
-            b.reject(f"offset {end}", f"truncated or corrupt WARC ({type(exc).__name__}: {str(exc)[:200]}); the rest of the file is lost")
+            b.reject(f"offset {base + end}", f"truncated or corrupt WARC ({type(exc).__name__}: {str(exc)[:200]}); the rest of the file is lost")
     if b.pending():
         yield b.take()
+
+
+class _Shifted:
+    """warcio's iterator over a file read from ``base`` on: record offsets are the file's."""
+
+    def __init__(self, it: ArchiveIterator, base: int):
+        self.it, self.base = it, base
+
+    def __iter__(self):
+        return iter(self.it)
+
+    def get_record_offset(self) -> int:
+        return self.base + self.it.get_record_offset()
+
+    def get_record_length(self) -> int:
+        return self.it.get_record_length()
 
 
 class _TruncatedRecord(Exception):
