@@ -64,24 +64,66 @@ def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:
                 t.join(timeout=0.05)
 
 
+class _Raised:
+    """An exception of the items' producer, in its place in the sequence."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
 def ordered_map(fn, items: Iterable, workers: int = 2, window: int = 3) -> Iterator:
     """``map(fn, items)`` on a thread pool, results in input order, at most ``window`` in flight.
 
     Worth it for work that releases the GIL (numpy, Arrow compute); an
-    exception from ``fn`` is raised when its item's turn comes.
+    exception from ``fn`` is raised when its item's turn comes, as is one from
+    ``items``. A feeding thread hands the pool the next item as soon as a
+    result is taken, so the pool keeps ``window`` items in hand while the
+    consumer works on the last one (an ingest's pairs, clusters and commit at
+    the end of a batch), not one fewer.
     """
-    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neardup-prepare") as pool:
-        pending: deque = deque()
+    slots = threading.Semaphore(window)
+    handed: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neardup-prepare")
+
+    def feed() -> None:
+        it = iter(items)
         try:
-            for item in items:
-                pending.append(pool.submit(fn, item))
-                if len(pending) >= window:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for f in pending:
+            while True:
+                slots.acquire()  # before taking an item: never more than ``window`` taken and not yet consumed
+                if stop.is_set():
+                    return
+                try:
+                    item = next(it)
+                except StopIteration:
+                    handed.put(_DONE)
+                    return
+                handed.put(pool.submit(fn, item))
+        except BaseException as exc:  # handed to the consumer in its place
+            handed.put(_Raised(exc))
+
+    feeder = threading.Thread(target=feed, name="neardup-feeder", daemon=True)
+    feeder.start()
+    try:
+        while True:
+            f = handed.get()
+            if f is _DONE:
+                return
+            if isinstance(f, _Raised):
+                raise f.exc
+            result = f.result()
+            slots.release()
+            yield result
+    finally:
+        stop.set()
+        slots.release()  # a feeder waiting for a slot sees the stop
+        while True:
+            try:
+                f = handed.get_nowait()
+            except queue.Empty:
+                break
+            if hasattr(f, "cancel"):
                 f.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,79 @@
+"""The ingest's reading pipeline: ``prefetch`` and ``ordered_map`` keep order, bounds and errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.pipeline import ordered_map, prefetch
+
+
+class Counted:
+    """An iterable that records how many of its items were taken."""
+
+    def __init__(self, n: int, fail_at: int | None = None):
+        self.n, self.fail_at, self.taken = n, fail_at, 0
+
+    def __iter__(self):
+        for i in range(self.n):
+            if i == self.fail_at:
+                raise ValueError(f"item {i}")
+            self.taken += 1
+            yield i
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.001 * (x % 3))  # later items may finish first
+    return x * x
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(0, 40), workers=st.integers(1, 3), window=st.integers(1, 5))
+def test_results_come_in_input_order(n, workers, window):
+    assert list(ordered_map(_slow_square, Counted(n), workers=workers, window=window)) == [i * i for i in range(n)]
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5])
+def test_no_more_than_window_items_are_taken_ahead_of_the_consumer(window):
+    items = Counted(50)
+    seen = []
+    for i, r in enumerate(ordered_map(lambda x: x, items, window=window)):
+        time.sleep(0.002)  # the feeder runs ahead as far as it may
+        seen.append(items.taken - (i + 1))
+    assert max(seen) <= window
+    assert max(seen) == window  # it does run ahead while the consumer works
+
+
+def test_an_error_of_fn_is_raised_at_its_items_turn():
+    def fn(x):
+        if x == 4:
+            raise KeyError(x)
+        return x
+
+    got = []
+    with pytest.raises(KeyError):
+        for r in ordered_map(fn, Counted(10)):
+            got.append(r)
+    assert got == [0, 1, 2, 3]
+
+
+def test_an_error_of_the_items_is_raised_in_its_place():
+    got = []
+    with pytest.raises(ValueError, match="item 6"):
+        for r in ordered_map(lambda x: x, prefetch(Counted(10, fail_at=6))):
+            got.append(r)
+    assert got == [0, 1, 2, 3, 4, 5]
+
+
+def test_closing_early_stops_the_feeding():
+    items = Counted(1000)
+    gen = ordered_map(lambda x: x, items, window=3)
+    assert [next(gen) for _ in range(5)] == [0, 1, 2, 3, 4]
+    gen.close()
+    time.sleep(0.05)
+    assert items.taken <= 5 + 3
+    assert not any(t.name.startswith("neardup-prepare") for t in threading.enumerate())
