@@ -177,6 +177,74 @@ def tokenize(data, offsets, word_table, seed, spans):
     return starts[:nw], ends[:nw], hashes[:nw], word_counts, sent_first[:ns], sent_counts
 
 
+@njit(cache=True, inline="always")
+def _space_width(d, i, n):
+    """Bytes of the horizontal space character at ``d[i]`` (0: none). ``text.clean_whitespace`` names them:
+    space, tab, vertical tab, form feed, U+00A0, U+1680, U+2000-U+200A, U+202F, U+205F, U+3000."""
+    b = d[i]
+    if b == 0x20 or b == 0x09 or b == 0x0B or b == 0x0C:
+        return 1
+    if b == 0xC2:
+        return 2 if i + 1 < n and d[i + 1] == 0xA0 else 0
+    if b == 0xE1:
+        return 3 if i + 2 < n and d[i + 1] == 0x9A and d[i + 2] == 0x80 else 0
+    if b == 0xE2:
+        if i + 2 >= n:
+            return 0
+        b1, b2 = d[i + 1], d[i + 2]
+        if b1 == 0x80 and (0x80 <= b2 <= 0x8A or b2 == 0xAF):
+            return 3
+        return 3 if b1 == 0x81 and b2 == 0x9F else 0
+    if b == 0xE3:
+        return 3 if i + 2 < n and d[i + 1] == 0x80 and d[i + 2] == 0x80 else 0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def collapse_space(data, offsets, out, out_offsets):
+    """Each maximal run of white space in each string of (``offsets``, ``data``) as one character: a line
+    break if the run holds a CR or LF, else one space (``text.clean_whitespace``'s first three steps, in
+    one pass). ``out`` must be as long as ``data``; returns the bytes written."""
+    n = data.size
+    w = 0
+    out_offsets[0] = 0
+    for r in range(offsets.size - 1):
+        i, end = offsets[r], offsets[r + 1]
+        run, brk = False, False
+        while i < end:
+            b = data[i]
+            if b > 0x20 and (b < 0x80 or (b != 0xC2 and (b < 0xE1 or b > 0xE3))):  # no white space starts here
+                if run:
+                    out[w] = 0x0A if brk else 0x20
+                    w += 1
+                    run, brk = False, False
+                out[w] = b
+                w += 1
+                i += 1
+                continue
+            if b == 0x0A or b == 0x0D:
+                run, brk = True, True
+                i += 1
+                continue
+            k = _space_width(data, i, end if end < n else n)
+            if k:
+                run = True
+                i += k
+                continue
+            if run:
+                out[w] = 0x0A if brk else 0x20
+                w += 1
+                run, brk = False, False
+            out[w] = b
+            w += 1
+            i += 1
+        if run:
+            out[w] = 0x0A if brk else 0x20
+            w += 1
+        out_offsets[r + 1] = w
+    return w
+
+
 @njit(cache=True, nogil=True)
 def span_mask(n, starts, ends):
     """Boolean mask of length ``n``: True inside any ``[starts[i], ends[i])``."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from hypothesis import given
+import pyarrow.compute as pc
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import text
@@ -31,6 +32,29 @@ def test_html_block_elements_break_lines_inline_do_not():
 def test_clean_whitespace():
     got = text.clean_whitespace(arr("  a \t b\r\n\r\n  c  \n\n\n d ", "", None)).to_pylist()
     assert got == ["a b\nc\nd", "", None]
+
+
+def _clean_by_regex(texts: pa.Array) -> pa.Array:
+    """``clean_whitespace`` as its docstring defines it: three RE2 replacements and a trim."""
+    t = pc.replace_substring_regex(texts, r"\r\n?", "\n")
+    t = pc.replace_substring_regex(t, rf"[ {text._HSPACES}]{{2,}}|[{text._HSPACES}]", " ")
+    t = pc.replace_substring_regex(t, r" ?\n[\s]*", "\n")
+    return pc.utf8_trim_whitespace(t)
+
+
+# white space of every kind the definition names, some it does not (NEL, line and paragraph separators,
+# zero-width space), characters sharing their UTF-8 lead bytes, and plain letters
+_SPACEY = st.sampled_from(list(" \t\x0b\x0c\r\n\xa0\u1680\u2000\u2005\u200a\u200b\u202f\u205f\u3000\x85\u2028\u2029"
+                               "\u2010\u20ac\u3001\u1681\xa9\xc2ab.é😀"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(_SPACEY, max_size=40)), max_size=8), st.integers(0, 3))
+def test_clean_whitespace_is_its_regex_definition(texts, start):
+    a = pa.array(texts, pa.large_string())
+    assert text.clean_whitespace(a).to_pylist() == _clean_by_regex(a).to_pylist()
+    part = a.slice(min(start, len(a)))  # an array that does not start at its buffers' start
+    assert text.clean_whitespace(part).to_pylist() == _clean_by_regex(part).to_pylist()
 
 
 def test_normal_form_nfkc_and_casefold():
