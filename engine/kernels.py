@@ -736,24 +736,28 @@ def _popcount64(x):
 
 
 @njit(cache=True, nogil=True)
-def simhash_table_matches(old_ids, old_values, keys, order, new_ids, new_values, masks, t, bits):
+def simhash_table_matches(old_ids, old_values, keys, values, order, starts, shift, new_ids, masks, t, bits):
     """Pairs (older doc, batch doc) within ``bits`` bits that agree on table ``t`` and on no earlier
-    table: ``keys`` are the batch's simhashes masked by ``masks[t]``, sorted (``order`` maps them back
-    to ``new_ids``/``new_values``); each older value is matched by binary search. Returns
+    table. ``keys`` are the batch's simhashes masked by ``masks[t]``, sorted, and ``values`` the
+    simhashes in that order (``order`` maps them back to ``new_ids``); ``starts[k]`` is where keys
+    with ``key >> shift == k`` begin, so an older value is looked up in its bucket only (a binary
+    search over a few keys instead of all of them), and its candidates are read in a row. Returns
     ``(a, b, distance)``."""
     n = 0
     out_a = np.empty(1024, np.int64)
     out_b = np.empty(1024, np.int64)
     out_d = np.empty(1024, np.int64)
     m = masks[t]
+    sh = uint64(shift)
     for i in range(old_values.size):
         v = old_values[i]
         km = v & m
-        p = np.searchsorted(keys, km)
-        while p < keys.size and keys[p] == km:
-            j = order[p]
+        k = np.int64(km >> sh)
+        e = starts[k + 1]
+        p = _lower(keys, km, starts[k], e)
+        while p < e and keys[p] == km:
+            x = v ^ values[p]
             p += 1
-            x = v ^ new_values[j]
             d = _popcount64(x)
             if d > bits:
                 continue
@@ -766,7 +770,7 @@ def simhash_table_matches(old_ids, old_values, keys, order, new_ids, new_values,
                 continue
             out_a, out_b, out_d = _room3(out_a, out_b, out_d, n)
             out_a[n] = old_ids[i]
-            out_b[n] = new_ids[j]
+            out_b[n] = new_ids[order[p - 1]]
             out_d[n] = d
             n += 1
     return out_a[:n], out_b[:n], out_d[:n]

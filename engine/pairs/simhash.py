@@ -62,17 +62,29 @@ def _slices(counts: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return out
 
 
+#: a table's sorted keys are bucketed on their top bits (at most this many) for the older documents' lookups
+BUCKET_BITS = 16
+
+
 class _Sorted:
-    """A batch's simhashes sorted on each table's masked bits (stable: ids ascend within a key)."""
+    """A batch's simhashes sorted on each table's masked bits (stable: ids ascend within a key), the
+    simhashes in that order, and where each bucket of keys (their top ``BUCKET_BITS`` bits below the
+    table's highest bit) starts."""
 
     def __init__(self, ids: np.ndarray, values: np.ndarray, masks: list[np.uint64]):
         self.ids, self.values, self.masks = ids, values, masks
-        self.order, self.keys = [], []
+        self.order, self.keys, self.sorted_values, self.shifts, self.starts = [], [], [], [], []
         for m in masks:
             k = values & m
             o = np.argsort(k, kind="stable")
             self.order.append(o)
             self.keys.append(k[o])
+            self.sorted_values.append(values[o])
+            top = int(m).bit_length()  # keys are below 2**top
+            shift = max(top - BUCKET_BITS, 0)
+            self.shifts.append(shift)
+            buckets = np.arange((1 << (top - shift)) + 1, dtype=np.uint64)
+            self.starts.append(np.searchsorted(k[o] >> np.uint64(shift), buckets).astype(np.int64))
 
 
 def _keep(oa, ob, va, vb, bits, masks, t):
@@ -104,13 +116,14 @@ def _within_batch(s: _Sorted, bits: int, budget: int, out: list) -> None:
 
 def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: int, budget: int, out: list) -> None:
     """The older documents' pairs with the batch, table by table (compiled: each older simhash is
-    matched by binary search in the batch's sorted keys, and a candidate is one XOR and popcount)."""
+    looked up in its bucket of the batch's sorted keys, and a candidate is one XOR and popcount)."""
     from .. import kernels
 
     masks = np.array(s.masks, dtype=np.uint64)
     for t in range(masks.size):
-        out.append(kernels.simhash_table_matches(old_ids, old_values, s.keys[t], s.order[t].astype(np.int64),
-                                                 s.ids, s.values, masks, t, bits))
+        out.append(kernels.simhash_table_matches(old_ids, old_values, s.keys[t], s.sorted_values[t],
+                                                 s.order[t].astype(np.int64), s.starts[t], s.shifts[t],
+                                                 s.ids, masks, t, bits))
 
 
 def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
