@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import pyarrow as pa
 
@@ -43,39 +45,67 @@ VALUE_CACHE_BYTES = 256 << 20
 
 
 class ValueCache:
-    """Values read for one batch, per value table, dropped whole when they outgrow ``VALUE_CACHE_BYTES``:
-    variable-width ones (shingle sets) as ``{doc_id: bytes}``, fixed-width ones (signatures,
-    simhashes) as ``(ids ascending, (n, width) uint8 rows)``."""
+    """Values read for one batch, per value table, within ``VALUE_CACHE_BYTES``: variable-width ones
+    (shingle sets) by ``(table, doc_id)``, the least recently used dropped first when a new one
+    needs room (the partners of a batch's slices overlap, most with the slices just before);
+    fixed-width ones (signatures, simhashes) as ``(ids ascending, (n, width) uint8
+    rows)``, dropped whole when the variable ones alone cannot make room."""
+
+    #: bytes counted per cached variable-width value beyond its own (the dict entry and the object)
+    ENTRY_BYTES = 100
 
     def __init__(self, limit: int | None = None) -> None:
         from .. import memory
 
         self.limit = limit if limit is not None else memory.current().scaled(VALUE_CACHE_BYTES)
-        self.tables: dict[str, dict[int, bytes]] = {}
+        self._var: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # least recently used first
         self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.size = 0
 
-    def _grow(self, n_bytes: int) -> bool:
-        self.size += n_bytes
-        if self.size > self.limit:
-            self.tables.clear()
-            self.fixed.clear()
-            self.size = 0
+    def _bytes(self, value) -> int:
+        return (len(value) if isinstance(value, (bytes, bytearray)) else 64) + self.ENTRY_BYTES
+
+    def _room(self, n_bytes: int) -> bool:
+        """Make room for ``n_bytes`` more (dropping the least recently used variable values, then
+        the fixed tables); False when they would not fit even in an empty cache."""
+        if n_bytes > self.limit:
             return False
+        while self.size + n_bytes > self.limit and self._var:
+            self.size -= self._bytes(self._var.popitem(last=False)[1])
+        if self.size + n_bytes > self.limit:
+            self.size -= sum(ids.nbytes + rows.nbytes for ids, rows in self.fixed.values())
+            self.fixed.clear()
+        self.size += n_bytes
         return True
 
+    def get(self, table: str, ids: list[int]) -> dict[int, bytes]:
+        """The cached values of ``ids`` (marked as just used)."""
+        out = {}
+        var = self._var
+        for i in ids:
+            v = var.get((table, i))
+            if v is not None:
+                var.move_to_end((table, i))
+                out[i] = v
+        return out
+
     def add(self, table: str, got: dict) -> None:
-        if self._grow(sum(len(v) if isinstance(v, (bytes, bytearray)) else 64 for v in got.values()) + 100 * len(got)):
-            self.tables.setdefault(table, {}).update(got)
+        var = self._var
+        for doc, value in got.items():
+            if (table, doc) not in var and self._room(self._bytes(value)):
+                var[(table, doc)] = value
 
     def add_fixed(self, table: str, ids: np.ndarray, rows: np.ndarray) -> None:
-        if not ids.size or not self._grow(rows.nbytes + 8 * ids.size):
+        """Cache rows of ids not cached yet."""
+        if not ids.size or not self._room(rows.nbytes + 8 * ids.size):
             return
-        if table in self.fixed:
-            old_ids, old_rows = self.fixed[table]
-            ids, rows = np.concatenate([old_ids, ids]), np.concatenate([old_rows, rows])
         order = np.argsort(ids, kind="stable")
-        self.fixed[table] = (ids[order], rows[order])
+        ids, rows = ids[order], rows[order]
+        if table in self.fixed:  # merge two ascending runs (no sort of what is cached already)
+            old_ids, old_rows = self.fixed[table]
+            at = np.searchsorted(old_ids, ids)
+            ids, rows = np.insert(old_ids, at, ids), np.insert(old_rows, at, rows, axis=0)
+        self.fixed[table] = (ids, rows)
 
 
 def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
@@ -136,7 +166,7 @@ def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str,
     (a lookup per document), the batch's own (and any missing) from the catalog; those in
     ``cache`` from there (and the rest are added to it)."""
     ids = np.unique(ids)
-    known = cache.tables.get(value_table, {}) if cache is not None else {}
+    known = cache.get(value_table, ids.tolist()) if cache is not None else {}
     todo = np.array([i for i in ids.tolist() if i not in known], dtype=np.int64) if known else ids
     got: dict[int, bytes] = {}
     if postings is not None:

@@ -1,0 +1,69 @@
+"""The per-batch value cache of the pair verification (``pairs.values.ValueCache``): what it keeps
+within its limit, what it drops first, and that fixed-width rows stay sorted and aligned."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.pairs.values import ValueCache
+
+E = ValueCache.ENTRY_BYTES
+
+
+def test_the_least_recently_used_value_goes_first():
+    c = ValueCache(limit=3 * (10 + E))
+    c.add("shingles", {1: b"a" * 10, 2: b"b" * 10, 3: b"c" * 10})
+    assert c.get("shingles", [1]) == {1: b"a" * 10}  # 1 is now the most recent
+    c.add("shingles", {4: b"d" * 10})
+    assert c.get("shingles", [1, 2, 3, 4]) == {1: b"a" * 10, 3: b"c" * 10, 4: b"d" * 10}
+    assert c.size == 3 * (10 + E)
+
+
+def test_tables_do_not_mix_and_a_value_larger_than_the_cache_is_not_kept():
+    c = ValueCache(limit=2 * (10 + E))
+    c.add("shingles", {1: b"x" * 10})
+    c.add("a7", {1: b"y" * 10})
+    c.add("shingles", {2: b"z" * (3 * E)})
+    assert c.get("shingles", [1, 2]) == {1: b"x" * 10} and c.get("a7", [1]) == {1: b"y" * 10}
+
+
+def test_fixed_rows_merge_in_id_order_and_go_whole_when_variable_values_cannot_make_room():
+    c = ValueCache(limit=10_000)
+    c.add_fixed("minhash8", np.array([7, 3]), np.array([[7, 7], [3, 3]], np.uint8))
+    c.add_fixed("minhash8", np.array([5, 9, 1]), np.array([[5, 5], [9, 9], [1, 1]], np.uint8))
+    ids, rows = c.fixed["minhash8"]
+    assert ids.tolist() == [1, 3, 5, 7, 9] and rows[:, 0].tolist() == [1, 3, 5, 7, 9]
+    assert c.size == 5 * (8 + 2)
+    c.add("shingles", {1: b"s" * (10_000 - E - 40)})  # fits only once the rows are dropped
+    assert c.fixed == {} and c.size == 10_000 - 40
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2_000), st.lists(st.tuples(st.sampled_from(["get", "add", "fixed"]), st.lists(st.integers(0, 30), max_size=6)),
+                                       max_size=40))
+def test_the_cache_stays_within_its_limit_and_answers_only_what_was_added(limit, ops):
+    c = ValueCache(limit=limit)
+    value = {i: bytes([i]) * (i * 37 % 301) for i in range(31)}  # a document's value never changes
+    added: set[int] = set()
+    rows_added: dict[int, int] = {}
+    for op, ids in ops:
+        if op == "add":
+            c.add("shingles", {i: value[i] for i in ids})
+            added.update(ids)
+        elif op == "fixed":
+            new = sorted(set(ids) - set(c.fixed.get("t", (np.zeros(0, np.int64), None))[0].tolist()))
+            if new:
+                c.add_fixed("t", np.array(new[::-1], np.int64), np.array([[i, i % 7] for i in new[::-1]], np.uint8))
+                rows_added.update({i: i % 7 for i in new})
+        else:
+            for i, v in c.get("shingles", ids).items():
+                assert i in added and value[i] == v
+        var = sum(len(v) + E for v in c._var.values())
+        fixed = sum(a.nbytes + r.nbytes for a, r in c.fixed.values())
+        assert c.size == var + fixed <= limit
+        if "t" in c.fixed:
+            f_ids, f_rows = c.fixed["t"]
+            assert np.all(np.diff(f_ids) > 0)
+            assert f_rows[:, 0].tolist() == f_ids.tolist() and f_rows[:, 1].tolist() == [rows_added[i] for i in f_ids.tolist()]
