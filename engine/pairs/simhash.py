@@ -114,16 +114,28 @@ def _within_batch(s: _Sorted, bits: int, budget: int, out: list) -> None:
             out.append(_keep(s.ids[ia], s.ids[ib], s.values[ia], s.values[ib], bits, s.masks, t))
 
 
+#: (older, batch) positions a table's scan hands over at once (16 bytes each)
+HITS_STEP = 1 << 20
+
+
 def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: int, budget: int, out: list) -> None:
-    """The older documents' pairs with the batch, table by table (compiled: each older simhash is
-    looked up in its bucket of the batch's sorted keys, and a candidate is one XOR and popcount)."""
+    """The older documents' pairs with the batch, table by table: the compiled scan
+    (``kernels.simhash_table_hits``) lists the positions within ``bits`` bits on each table, and a
+    pair is kept from the first table it agrees on only."""
     from .. import kernels
 
-    masks = np.array(s.masks, dtype=np.uint64)
-    for t in range(masks.size):
-        out.append(kernels.simhash_table_matches(old_ids, old_values, s.keys[t], s.sorted_values[t],
-                                                 s.order[t].astype(np.int64), s.starts[t], s.shifts[t],
-                                                 s.ids, masks, t, bits))
+    for t, m in enumerate(s.masks):
+        cap = max(HITS_STEP, s.keys[t].size + 1)  # room for any one bucket's candidates
+        hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        i = 0
+        while i < old_values.size:
+            i, n = kernels.simhash_table_hits(old_values, s.keys[t], s.sorted_values[t], s.starts[t], s.shifts[t],
+                                              np.uint64(m), bits, i, hit_old, hit_new)
+            if n:
+                io, ip = hit_old[:n], hit_new[:n]
+                x = old_values[io] ^ s.sorted_values[t][ip]
+                keep = _first_table(x, s.masks, t)
+                out.append((old_ids[io[keep]], s.ids[s.order[t][ip[keep]]], np.bitwise_count(x[keep]).astype(np.int64)))
 
 
 def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
