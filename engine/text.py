@@ -154,12 +154,14 @@ def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def _word_table() -> np.ndarray:
     """Code point -> is a word character (general category L*, M* or N*).
 
-    Built from the running Python's Unicode database; beyond U+323FF
-    nothing is a letter, mark or digit (private use, tags, unassigned).
+    Built from the running Python's Unicode database, over the planes that
+    hold letters, marks or digits: 0-3 and, in plane 14, the variation
+    selectors U+E0100-U+E01EF (marks); the rest is private use, tags and
+    unassigned.
     """
-    limit = 0x32400
     t = np.zeros(0x110000, dtype=bool)
-    t[:limit] = np.fromiter((unicodedata.category(chr(c))[0] in "LMN" for c in range(limit)), dtype=bool, count=limit)
+    for lo, hi in ((0, 0x32400), (0xE0000, 0xE1000)):
+        t[lo:hi] = np.fromiter((unicodedata.category(chr(c))[0] in "LMN" for c in range(lo, hi)), dtype=bool, count=hi - lo)
     return t
 
 

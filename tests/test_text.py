@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +106,16 @@ def test_normal_form_is_nfkc_then_casefold(xs):
     import unicodedata
 
     assert text.normal_form(arr(*xs)).to_pylist() == [unicodedata.normalize("NFKC", x).casefold() for x in xs]
+
+
+@pytest.mark.parametrize("s, want", [
+    ("a\U000E0100b", ["a\U000E0100b"]),  # a variation selector of plane 14 is a mark (Mn): inside the word
+    ("\U000E0100", ["\U000E0100"]),
+    ("x\U000E0001y", ["x", "y"]),  # a tag character (Cf) separates words
+    ("\U0010FFFD z", ["z"]),  # private use: not a word character
+])
+def test_word_characters_beyond_the_first_planes(s, want):
+    assert text.words(text.normal_form(arr(s))).to_pylist() == [want]
 
 
 @given(st.lists(st.text(max_size=60), max_size=8))
