@@ -214,19 +214,12 @@ def collapse_space(data, offsets, out, out_offsets):
         while i < end:
             b = data[i]
             if b > 0x20 and (b < 0x80 or (b != 0xC2 and (b < 0xE1 or b > 0xE3))):  # no white space starts here
-                if run:
-                    out[w] = 0x0A if brk else 0x20
-                    w += 1
-                    run, brk = False, False
-                out[w] = b
-                w += 1
-                i += 1
-                continue
-            if b == 0x0A or b == 0x0D:
-                run, brk = True, True
-                i += 1
-                continue
-            k = _space_width(data, i, end if end < n else n)
+                k = 0
+            elif b == 0x0A or b == 0x0D:
+                k = 1
+                brk = True
+            else:
+                k = _space_width(data, i, end if end < n else n)
             if k:
                 run = True
                 i += k
