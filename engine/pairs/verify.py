@@ -12,8 +12,9 @@ from ..settings import Settings
 from .keys import lsh_params
 from .values import SIGNATURE_VALUES, ValueCache, _fixed_values, _matrix, _rows_of, _signature_rows, _simhash_rows, _values
 
-#: chance that the agreement filter drops a pair at the threshold (one-sided binomial tail)
-AGREEMENT_RISK = 1e-7
+#: chance that the agreement filter drops a pair at the threshold (one-sided binomial tail): a
+#: hundredth of what the LSH bands miss there by design (``lsh_params``' target 0.999)
+AGREEMENT_RISK = 1e-5
 
 
 @functools.cache
