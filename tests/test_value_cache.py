@@ -29,13 +29,16 @@ def test_tables_do_not_mix_and_a_value_larger_than_the_cache_is_not_kept():
     assert c.get("shingles", [1, 2]) == {1: b"x" * 10} and c.get("a7", [1]) == {1: b"y" * 10}
 
 
-def test_fixed_rows_merge_in_id_order_and_go_whole_when_variable_values_cannot_make_room():
+def test_fixed_rows_are_found_by_id_and_go_whole_when_variable_values_cannot_make_room():
     c = ValueCache(limit=10_000)
     c.add_fixed("minhash8", np.array([7, 3]), np.array([[7, 7], [3, 3]], np.uint8))
-    c.add_fixed("minhash8", np.array([5, 9, 1]), np.array([[5, 5], [9, 9], [1, 1]], np.uint8))
-    ids, rows = c.fixed["minhash8"]
+    c.add_fixed("minhash8", np.array([5, 9, 1, 3]), np.array([[5, 5], [9, 9], [1, 1], [0, 0]], np.uint8))  # 3 is held: kept
+    ids, rows = c.fixed["minhash8"].items()
     assert ids.tolist() == [1, 3, 5, 7, 9] and rows[:, 0].tolist() == [1, 3, 5, 7, 9]
-    assert c.size == 5 * (8 + 2)
+    held = c.fixed["minhash8"]
+    assert held.find(np.array([9, 2, 100])).tolist()[1:] == [0, 0] and held.rows[held.find(np.array([9]))[0] - 1].tolist() == [9, 9]
+    # slots for ids 0..9 (4 bytes each) and room for 5 rows of 2 bytes
+    assert c.size == held.nbytes == 10 * 4 + 5 * 2
     c.add("shingles", {1: b"s" * (10_000 - E - 40)})  # fits only once the rows are dropped
     assert c.fixed == {} and c.size == 10_000 - 40
 
@@ -53,17 +56,16 @@ def test_the_cache_stays_within_its_limit_and_answers_only_what_was_added(limit,
             c.add("shingles", {i: value[i] for i in ids})
             added.update(ids)
         elif op == "fixed":
-            new = sorted(set(ids) - set(c.fixed.get("t", (np.zeros(0, np.int64), None))[0].tolist()))
-            if new:
-                c.add_fixed("t", np.array(new[::-1], np.int64), np.array([[i, i % 7] for i in new[::-1]], np.uint8))
-                rows_added.update({i: i % 7 for i in new})
+            if ids:  # repeated and already held ids included: a held row is never replaced
+                c.add_fixed("t", np.array(ids, np.int64), np.array([[i, i % 7] for i in ids], np.uint8))
+                rows_added.update({i: i % 7 for i in ids})
         else:
             for i, v in c.get("shingles", ids).items():
                 assert i in added and value[i] == v
         var = sum(len(v) + E for v in c._var.values())
-        fixed = sum(a.nbytes + r.nbytes for a, r in c.fixed.values())
+        fixed = sum(f.nbytes for f in c.fixed.values())
         assert c.size == var + fixed <= limit
         if "t" in c.fixed:
-            f_ids, f_rows = c.fixed["t"]
-            assert np.all(np.diff(f_ids) > 0)
+            f_ids, f_rows = c.fixed["t"].items()
+            assert c.fixed["t"].n == f_ids.size
             assert f_rows[:, 0].tolist() == f_ids.tolist() and f_rows[:, 1].tolist() == [rows_added[i] for i in f_ids.tolist()]

@@ -48,8 +48,8 @@ class ValueCache:
     """Values read for one batch, per value table, within ``VALUE_CACHE_BYTES``: variable-width ones
     (shingle sets) by ``(table, doc_id)``, the least recently used dropped first when a new one
     needs room (the partners of a batch's slices overlap, most with the slices just before);
-    fixed-width ones (signatures, simhashes) as ``(ids ascending, (n, width) uint8
-    rows)``, dropped whole when the variable ones alone cannot make room."""
+    fixed-width ones (signatures, simhashes) as ``FixedRows`` (found by doc id without a search),
+    dropped whole when the variable ones alone cannot make room."""
 
     #: bytes counted per cached variable-width value beyond its own (the dict entry and the object)
     ENTRY_BYTES = 100
@@ -59,7 +59,7 @@ class ValueCache:
 
         self.limit = limit if limit is not None else memory.current().scaled(VALUE_CACHE_BYTES)
         self._var: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # least recently used first
-        self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.fixed: dict[str, FixedRows] = {}
         self.size = 0
 
     def _bytes(self, value) -> int:
@@ -73,7 +73,7 @@ class ValueCache:
         while self.size + n_bytes > self.limit and self._var:
             self.size -= self._bytes(self._var.popitem(last=False)[1])
         if self.size + n_bytes > self.limit:
-            self.size -= sum(ids.nbytes + rows.nbytes for ids, rows in self.fixed.values())
+            self.size -= sum(f.nbytes for f in self.fixed.values())
             self.fixed.clear()
         self.size += n_bytes
         return True
@@ -96,16 +96,76 @@ class ValueCache:
                 var[(table, doc)] = value
 
     def add_fixed(self, table: str, ids: np.ndarray, rows: np.ndarray) -> None:
-        """Cache rows of ids not cached yet."""
-        if not ids.size or not self._room(rows.nbytes + 8 * ids.size):
+        """Cache rows of ids not cached yet (the arrays grow by a quarter at least, so adding a
+        slice's rows costs what they hold, not what is cached already)."""
+        ids = np.asarray(ids, np.int64)
+        if not ids.size:
             return
-        order = np.argsort(ids, kind="stable")
-        ids, rows = ids[order], rows[order]
-        if table in self.fixed:  # merge two ascending runs (no sort of what is cached already)
-            old_ids, old_rows = self.fixed[table]
-            at = np.searchsorted(old_ids, ids)
-            ids, rows = np.insert(old_ids, at, ids), np.insert(old_rows, at, rows, axis=0)
-        self.fixed[table] = (ids, rows)
+        have = self.fixed.get(table)
+        if have is not None:
+            new = have.find(ids) == 0
+            ids, rows = ids[new], rows[new]
+            if not ids.size:
+                return
+        grown = (have if have is not None else FixedRows(rows.shape[1])).grown(ids)
+        extra = grown.nbytes - (have.nbytes if have is not None else 0)
+        if not self._room(extra):
+            return
+        if have is not None and table not in self.fixed:  # dropped to make room: start from nothing
+            self.size -= extra
+            grown = FixedRows(rows.shape[1]).grown(ids)
+            if not self._room(grown.nbytes):
+                return
+        grown.put(ids, rows)
+        self.fixed[table] = grown
+
+
+class FixedRows:
+    """Fixed-width rows of one value table by doc id: ``slot[id]`` is the row's place plus one (0:
+    not held), so a slice's thousands of lookups are one gather. The slot array spans the ids
+    seen (4 bytes an id below the largest; 4 MB for a million-document index)."""
+
+    def __init__(self, width: int, slot: np.ndarray | None = None, rows: np.ndarray | None = None, n: int = 0):
+        self.width = width
+        self.slot = slot if slot is not None else np.zeros(0, np.int32)
+        self.rows = rows if rows is not None else np.zeros((0, width), np.uint8)
+        self.n = n
+
+    @property
+    def nbytes(self) -> int:
+        return self.slot.nbytes + self.rows.nbytes
+
+    def find(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's row place plus one, 0 for an id not held."""
+        out = np.zeros(ids.size, np.int64)
+        inside = ids < self.slot.size
+        out[inside] = self.slot[ids[inside]]
+        return out
+
+    def grown(self, ids: np.ndarray) -> "FixedRows":
+        """This store with room for the rows of ``ids`` (distinct, none held yet): the same
+        arrays when they have room, else copies a quarter larger than needed at least."""
+        top = int(ids.max()) + 1
+        slot, rows = self.slot, self.rows
+        if top > slot.size:
+            slot = np.zeros(max(top, slot.size + slot.size // 4), np.int32)
+            slot[: self.slot.size] = self.slot
+        need = self.n + ids.size
+        if need > rows.shape[0]:
+            rows = np.zeros((max(need, rows.shape[0] + rows.shape[0] // 4), self.width), np.uint8)
+            rows[: self.n] = self.rows[: self.n]
+        return FixedRows(self.width, slot, rows, self.n)
+
+    def put(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        ids, first = np.unique(ids, return_index=True)
+        self.rows[self.n : self.n + ids.size] = rows[first]
+        self.slot[ids] = np.arange(self.n + 1, self.n + ids.size + 1, dtype=np.int32)
+        self.n += ids.size
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids ascending, their rows)``: everything held (for tests and inspection)."""
+        ids = np.flatnonzero(self.slot)
+        return ids, self.rows[self.slot[ids] - 1]
 
 
 def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
@@ -117,11 +177,10 @@ def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column
     rows = np.zeros((ids.size, width), np.uint8)
     have = np.zeros(ids.size, bool)
     if cache is not None and value_table in cache.fixed:
-        c_ids, c_rows = cache.fixed[value_table]
-        pos = np.minimum(np.searchsorted(c_ids, ids), c_ids.size - 1)
-        hit = c_ids[pos] == ids
-        rows[hit] = c_rows[pos[hit]]
-        have = hit
+        held = cache.fixed[value_table]
+        pos = held.find(ids)
+        have = pos > 0
+        rows[have] = held.rows[pos[have] - 1]
     got_ids, got_rows = [], []
     todo = ids[~have & (ids < lo)]
     if postings is not None and todo.size:
