@@ -9,6 +9,7 @@ the figures are medians over ``--runs``, with the process's peak RSS.
 
     python benchmarks/pair_probe.py --index /tmp/scale-1 --input /tmp/probe.jsonl --runs 3
     python benchmarks/pair_probe.py ... --vs /path/holding/another/neardup   # A and B in turn
+    python benchmarks/pair_probe.py ... --methods jaccard   # one pair method's share
 
 The input is any ``neardup query`` input; for the scale corpus, documents of a
 part under new urls (they pair with their originals and with the pages of their
@@ -31,6 +32,10 @@ STAGES = ("candidate keys", "candidates", "verify", "store pairs")
 
 _CHILD = r"""
 import json, resource, sys, time
+if sys.argv[4]:  # only these pair methods (the index's others switched off for the probe)
+    import neardup.pairs.batch as batch
+    every, only = batch.pair_methods, sys.argv[4].split(",")
+    batch.pair_methods = lambda settings: [m for m in every(settings) if m in only]
 from neardup import Index
 from neardup.lookup.run import query_input
 timings, rows = {}, 0
@@ -43,11 +48,11 @@ print(json.dumps({"wall": wall, "rows": rows, "rss_mb": ru.ru_maxrss / 1024, "cp
 """
 
 
-def run_once(index: str, path: str, part_mb: float, pythonpath: str | None) -> dict:
+def run_once(index: str, path: str, part_mb: float, pythonpath: str | None, methods: str = "") -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", _CHILD, index, path, str(part_mb)], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, index, path, str(part_mb), methods], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -59,14 +64,15 @@ def main() -> None:
     ap.add_argument("--part-mb", type=float, default=128.0, help="query part size (an ingest batch is 128 MB)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--vs", default=None, help="a folder holding another neardup package, run in turn as B")
+    ap.add_argument("--methods", default="", help="only these pair methods, comma-separated (default: the index's own)")
     args = ap.parse_args()
     engines = {"A": None} if args.vs is None else {"A": None, "B": args.vs}
     runs: dict[str, list[dict]] = {k: [] for k in engines}
     for path in engines.values():  # warm-up: each engine's compiled kernels, the page cache
-        run_once(args.index, args.input, args.part_mb, path)
+        run_once(args.index, args.input, args.part_mb, path, args.methods)
     for _ in range(args.runs):
         for name, path in engines.items():
-            runs[name].append(run_once(args.index, args.input, args.part_mb, path))
+            runs[name].append(run_once(args.index, args.input, args.part_mb, path, args.methods))
     for name, got in runs.items():
         if len({r["rows"] for r in got}) != 1:
             raise SystemExit(f"{name}: the runs answered different rows: {[r['rows'] for r in got]}")
