@@ -661,6 +661,16 @@ def _room(out_a, out_b, n):
     return na, nb
 
 
+def resumed(kernel, total: int, args: tuple, buffers: tuple):
+    """Drive a kernel that fills fixed ``buffers`` from item ``i0`` on and stops before they could
+    overflow (``kernel(*args, i0, *buffers) -> (next i, n)``): yields each call's ``n`` (what it
+    wrote) until all ``total`` items are done; the caller reads ``buffers[k][:n]`` before the next."""
+    i = 0
+    while i < total:
+        i, n = kernel(*args, i, *buffers)
+        yield n
+
+
 #: candidate rows whose outcome ``band_agreements`` holds at once (16 bytes each)
 BAND_HITS = 1 << 20
 
@@ -680,10 +690,9 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     most[has] += np.diff(o_start)[sel_old[has]]
     cap = max(BAND_HITS, int(most.max()) if most.size else 0)  # room for any one row's candidates
     out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    got_a, got_b, i = [], [], 0
-    while i < sel.size:
-        i, n = band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base,
-                                   low_new, low_old, need, i, out_a, out_b)
+    got_a, got_b = [], []
+    for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
+                                                     base, low_new, low_old, need), (out_a, out_b)):
         got_a.append(out_a[:n].copy())
         got_b.append(out_b[:n].copy())
     if not got_a:

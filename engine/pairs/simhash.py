@@ -127,10 +127,9 @@ def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: 
     for t, m in enumerate(s.masks):
         cap = max(HITS_STEP, s.keys[t].size + 1)  # room for any one bucket's candidates
         hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
-        i = 0
-        while i < old_values.size:
-            i, n = kernels.simhash_table_hits(old_values, s.keys[t], s.sorted_values[t], s.starts[t], s.shifts[t],
-                                              np.uint64(m), bits, i, hit_old, hit_new)
+        for n in kernels.resumed(kernels.simhash_table_hits, old_values.size,
+                                 (old_values, s.keys[t], s.sorted_values[t], s.starts[t], s.shifts[t], np.uint64(m), bits),
+                                 (hit_old, hit_new)):
             if n:
                 io, ip = hit_old[:n], hit_new[:n]
                 x = old_values[io] ^ s.sorted_values[t][ip]

@@ -126,7 +126,6 @@ class FixedRows:
     seen (4 bytes an id below the largest; 4 MB for a million-document index)."""
 
     def __init__(self, width: int, slot: np.ndarray | None = None, rows: np.ndarray | None = None, n: int = 0):
-        self.width = width
         self.slot = slot if slot is not None else np.zeros(0, np.int32)
         self.rows = rows if rows is not None else np.zeros((0, width), np.uint8)
         self.n = n
@@ -152,9 +151,9 @@ class FixedRows:
             slot[: self.slot.size] = self.slot
         need = self.n + ids.size
         if need > rows.shape[0]:
-            rows = np.zeros((max(need, rows.shape[0] + rows.shape[0] // 4), self.width), np.uint8)
+            rows = np.zeros((max(need, rows.shape[0] + rows.shape[0] // 4), rows.shape[1]), np.uint8)
             rows[: self.n] = self.rows[: self.n]
-        return FixedRows(self.width, slot, rows, self.n)
+        return FixedRows(rows.shape[1], slot, rows, self.n)
 
     def put(self, ids: np.ndarray, rows: np.ndarray) -> None:
         ids, first = np.unique(ids, return_index=True)
