@@ -355,11 +355,31 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
             a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
             ok = pairs.low_byte_agreements(low, a, b, need) if a.size else np.zeros(0, bool)
             want = set(zip(a[ok].tolist(), b[ok].tolist()))
-            ga, gb, n_rows = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: low[ids], need)
+            ga, gb, n_rows = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
             assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
             assert n_rows >= a.size
     finally:
         kernels.BAND_HITS = default_hits
+
+
+def test_pairs_do_not_depend_on_the_value_cache_room(tmp_path, monkeypatch):
+    """Older documents' one-byte rows are compared where the value cache holds them, or copied out
+    when it has no room for them: the same pairs either way."""
+    import neardup.pairs.values as values
+
+    recs = corpus(n_base=6, variants=4, seed=4)
+    s = every_pair(("shingles", "minhash"))
+
+    def build(name: str) -> list:
+        idx = Index(tmp_path / name)
+        for k in range(0, len(recs), 8):
+            ingest(idx, str(write_jsonl(tmp_path / f"{name}{k}.jsonl", recs[k : k + 8])), create_with=s)
+        return snapshot(idx.path)["duplicates"]
+
+    roomy = build("roomy")
+    monkeypatch.setattr(values, "VALUE_CACHE_BYTES", 150)  # not even one row set of the older documents
+    assert build("cramped") == roomy
+    assert roomy  # there are pairs to compare
 
 
 def test_rebuild_finds_the_same_pairs_in_the_same_batches(tmp_path):

@@ -162,11 +162,25 @@ def _batch_low_rows(keys: dict, perms: int) -> tuple[np.ndarray, np.ndarray]:
     return ids[order], rows[order]
 
 
-def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings, cache: ValueCache) -> np.ndarray:
-    """One-byte signature rows of older documents ``ids`` (ascending, distinct), in that order."""
-    _, rows = _fixed_values(con, postings, lo, ids, "fp_minhash", "signature", SIGNATURE_VALUES,
-                            settings.minhash_perms, _signature_rows, cache)
-    return rows
+def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings,
+                  cache: ValueCache) -> tuple[np.ndarray, np.ndarray]:
+    """One-byte signature rows of older documents ``ids`` (ascending, distinct) as ``(rows, place)``,
+    the row of ``ids[i]`` being ``rows[place[i]]``: the cache's own rows when it holds them all once
+    the missing ones are read (a slice's partners are mostly the slices' before: not copied again),
+    else a copy in the order of ``ids``."""
+    def read(want: np.ndarray) -> np.ndarray:
+        return _fixed_values(con, postings, lo, want, "fp_minhash", "signature", SIGNATURE_VALUES,
+                             settings.minhash_perms, _signature_rows, cache)[1]
+
+    held = cache.fixed.get(SIGNATURE_VALUES)
+    pos = held.find(ids) if held is not None else np.zeros(ids.size, np.int64)
+    if not pos.all():
+        read(ids[pos == 0])
+        held = cache.fixed.get(SIGNATURE_VALUES)
+        pos = held.find(ids) if held is not None else np.zeros(ids.size, np.int64)
+    if held is not None and pos.all():
+        return held.rows, pos - 1
+    return read(ids), np.arange(ids.size)
 
 
 def _verify(con, m: str, cand, postings, lo: int, settings: Settings,

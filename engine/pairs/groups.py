@@ -110,7 +110,8 @@ class KeyGroups:
         """Of the pairs ``pairs`` would give (``min_shared`` 1), those whose one-byte signature rows
         agree on at least ``need`` positions, found without listing the others (``kernels.band_agreements``):
         ``(a, b, rows)``, rows being the candidate rows compared. ``new_ids``/``low_new``: the batch's
-        documents (ascending) and their rows; ``old_low(ids) -> rows`` reads older documents' rows."""
+        documents (ascending) and their rows; ``old_low(ids) -> (rows, place)`` gives older documents'
+        rows as ``rows[place[i]]`` for ``ids[i]`` (so rows already held need not be copied)."""
         from .. import kernels
 
         empty = np.zeros(0, np.int64)
@@ -130,9 +131,9 @@ class KeyGroups:
             present[old] = True
             uniq = np.flatnonzero(present)
             rank = np.cumsum(present, dtype=np.int64) - 1
-            o_rows = rank[old]
+            low_old, place = old_low(uniq)
+            o_rows = np.asarray(place, np.int64)[rank[old]]
             del present, rank
-            low_old = np.ascontiguousarray(old_low(uniq), dtype=np.uint8)
             rows += int(np.diff(o_start)[sel_old].sum())
         else:
             sel_old = np.full(sel.size, -1, np.int64)
