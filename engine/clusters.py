@@ -137,10 +137,21 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
     return ids
 
 
-def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings) -> dict[str, int]:
-    """Bring the ``concept`` clusters up to date with new documents ``lo..hi``."""
+def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
+                    timings: dict | None = None) -> dict[str, int]:
+    """Bring the ``concept`` clusters up to date with new documents ``lo..hi`` (``timings``: seconds
+    of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``)."""
     k = settings.support
+    clock = [time.perf_counter()]
+
+    def lap(part: str) -> None:
+        now = time.perf_counter()
+        if timings is not None:
+            timings[f"clusters: {part}"] = timings.get(f"clusters: {part}", 0.0) + now - clock[0]
+        clock[0] = now
+
     nb, sk = _neighbours(con, postings, lo, hi, settings)
+    lap("neighbours")
     if not nb:
         return {"created": 0, "removed": 0}
     # clusters a new document extends are no longer maximal
@@ -168,9 +179,11 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
             if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(members[0], ())):
                 gone.append(cid)
     _remove(con, gone, "concept", batch_id)
+    lap("extended")
     new = set(range(lo, hi + 1))
     found = [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
     _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
+    lap("mine")
     return {"created": len(found), "removed": len(gone)}
 
 
@@ -236,7 +249,7 @@ def update(con, postings, lo: int, hi: int, batch_id: int, settings: Settings, t
     out = {}
     t0 = time.perf_counter()
     if "concept" in settings.clusters:
-        out["concept"] = update_concepts(con, postings, lo, hi, batch_id, settings)
+        out["concept"] = update_concepts(con, postings, lo, hi, batch_id, settings, timings)
     if "components" in settings.clusters:
         out["components"] = update_components(con, batch_id, settings)
     if timings is not None:

@@ -520,7 +520,8 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
 
 #: the stages of a batch in the order they run (000 times shingling, images, then clustering)
 STAGES = ("prepare: html", "prepare: normal form", "prepare: words", "prepare: shingles", "prepare: fingerprint", "prepare: terms",
-          "read+prepare", "store", "lexical", "candidate keys", "candidates", "verify", "store pairs", "clusters", "postings")
+          "read+prepare", "store", "lexical", "candidate keys", "candidates", "verify", "store pairs", "clusters", "clusters: neighbours",
+          "clusters: extended", "clusters: mine", "postings")
 
 
 def _stage_order(stage: str) -> tuple[int, list]:
