@@ -355,16 +355,19 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
             a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
             ok = pairs.low_byte_agreements(low, a, b, need) if a.size else np.zeros(0, bool)
             want = set(zip(a[ok].tolist(), b[ok].tolist()))
-            ga, gb, n_rows = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
+            ga, gb, n_rows, held = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
             assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
             assert n_rows >= a.size
+            assert held >= ga.size
     finally:
         kernels.BAND_HITS = default_hits
 
 
-def test_pairs_do_not_depend_on_the_value_cache_room(tmp_path, monkeypatch):
+def test_pairs_do_not_depend_on_the_value_cache_room_or_verify_chunks(tmp_path, monkeypatch):
     """Older documents' one-byte rows are compared where the value cache holds them, or copied out
-    when it has no room for them: the same pairs either way."""
+    when it has no room for them; candidates are verified all at once or a few at a time: the same
+    pairs either way."""
+    import neardup.pairs.batch as batch
     import neardup.pairs.values as values
 
     recs = corpus(n_base=6, variants=4, seed=4)
@@ -377,6 +380,8 @@ def test_pairs_do_not_depend_on_the_value_cache_room(tmp_path, monkeypatch):
         return snapshot(idx.path)["duplicates"]
 
     roomy = build("roomy")
+    monkeypatch.setattr(batch, "VERIFY_CHUNK", 2)
+    assert build("chunked") == roomy
     monkeypatch.setattr(values, "VALUE_CACHE_BYTES", 150)  # not even one row set of the older documents
     assert build("cramped") == roomy
     assert roomy  # there are pairs to compare

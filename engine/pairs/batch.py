@@ -21,8 +21,10 @@ from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signat
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
 
-#: candidate rows (key matches before deduplication) one slice of a batch's documents may emit; the
-#: slices' documents are chosen from the rows per document seen so far (bounds the memory of a batch)
+#: candidate rows (key matches before deduplication) one slice of a batch's documents may hold in
+#: memory; the slices' documents are chosen from the rows per document seen so far (bounds the memory
+#: of a batch). The agreement filter of ``jaccard`` never lists its candidates: it counts the older
+#: holders' entries it reads and the agreeing rows it keeps
 CANDIDATE_BUDGET = 4_000_000
 #: documents in a batch's first slice
 FIRST_SLICE = 2_000
@@ -114,10 +116,10 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
             if "low" not in batch_low:
                 batch_low["low"] = _batch_low_rows(keys, settings.minhash_perms)
             new_ids, low_new = batch_low["low"]
-            a, b, n = groups[table].agreeing_pairs(lo, postings, table, first, last, new_ids, low_new,
-                                                   lambda ids: _old_low_rows(con, postings, lo, ids, settings, values),
-                                                   min_agreements(settings.threshold, settings.minhash_perms))
-            rows[0] += n
+            a, b, _, held = groups[table].agreeing_pairs(lo, postings, table, first, last, new_ids, low_new,
+                                                         lambda ids: _old_low_rows(con, postings, lo, ids, settings, values),
+                                                         min_agreements(settings.threshold, settings.minhash_perms))
+            rows[0] += held  # what the slice held (its candidates are never listed)
             return a, b
 
         for m in keyed:
@@ -196,7 +198,7 @@ def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
             # pairs whose signatures agree too rarely for the threshold are not verified
             ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
             a, b = a[ok], b[ok]
-        sim = shingle_jaccard(con, a, b, postings, lo, at_least=t, cache=cache)
+        sim = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a, b)
         keep = sim >= t - 1e-12
     elif m == "minhash":
         a, b = cand("lsh")
@@ -226,6 +228,18 @@ def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
     else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
         raise AssertionError(m)
     return a[keep], b[keep], np.asarray(sim, dtype=np.float64)[keep]
+
+
+#: candidate pairs verified at once: the shingle sets of a chunk's documents are read and joined
+#: together, so this bounds that memory when a slice holds many agreeing pairs
+VERIFY_CHUNK = 100_000
+
+
+def _chunked(fn, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``fn(a, b)`` (one value per pair) computed ``VERIFY_CHUNK`` pairs at a time."""
+    if a.size <= VERIFY_CHUNK:
+        return fn(a, b)
+    return np.concatenate([fn(a[s : s + VERIFY_CHUNK], b[s : s + VERIFY_CHUNK]) for s in range(0, a.size, VERIFY_CHUNK)])
 
 
 def _whole_batch_pairs(con, m: str, keys: dict, lo: int, hi: int, postings, settings: Settings,

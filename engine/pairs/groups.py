@@ -106,10 +106,12 @@ class KeyGroups:
         return a[keep], b[keep], shared[keep], rows
 
     def agreeing_pairs(self, lo: int, postings, table: str, first: int, last: int, new_ids: np.ndarray,
-                       low_new: np.ndarray, old_low, need: int) -> tuple[np.ndarray, np.ndarray, int]:
+                       low_new: np.ndarray, old_low, need: int) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Of the pairs ``pairs`` would give (``min_shared`` 1), those whose one-byte signature rows
         agree on at least ``need`` positions, found without listing the others (``kernels.band_agreements``):
-        ``(a, b, rows)``, rows being the candidate rows compared. ``new_ids``/``low_new``: the batch's
+        ``(a, b, rows, held)``, rows being the candidate rows compared and held the rows the search
+        held in memory at once (older holders' entries and the agreeing rows found; the candidates of
+        a key group within the batch are compared where they lie). ``new_ids``/``low_new``: the batch's
         documents (ascending) and their rows; ``old_low(ids) -> (rows, place)`` gives older documents'
         rows as ``rows[place[i]]`` for ``ids[i]`` (so rows already held need not be copied)."""
         from .. import kernels
@@ -117,7 +119,7 @@ class KeyGroups:
         empty = np.zeros(0, np.int64)
         sel = np.flatnonzero((self.d >= first) & (self.d <= last))
         if sel.size == 0:
-            return empty, empty, 0
+            return empty, empty, 0, 0
         group_first = self.first[self.group[sel]]
         rows = int(self.pos[sel].sum())
         g, _, _, which, old = self._old_holders(lo, postings, table, sel)
@@ -144,10 +146,11 @@ class KeyGroups:
         new_row[new_ids - base] = np.arange(new_ids.size)
         a, b = kernels.band_agreements(self.d, group_first, sel, sel_old, o_start, old, o_rows, new_row, base,
                                        np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need)
+        held = int(old.size + a.size)
         if a.size:
             code = np.unique(_encode(a, b))
             a, b = _decode(code)
-        return a, b, rows
+        return a, b, rows, held
 
 
 def key_pairs(keys: np.ndarray, docs: np.ndarray, lo: int, postings, table: str,
