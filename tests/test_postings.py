@@ -49,6 +49,8 @@ def test_lmdb_and_memory_agree(tmp_path_factory, batches, merge, put_run):
         _apply_all(lm, batches)
         assert lm.dump() == mem.dump()
         assert lm.applied_batch() == mem.applied_batch() == len(batches)
+        for table in ("t", "u"):  # every key once, from both levels, read without the ids
+            assert lm.keys(table).tolist() == sorted(mem.dump().get(table, {}))
         for k in list(mem.dump().get("t", {}))[:5]:
             assert lm.get("t", k).tolist() == mem.get("t", k).tolist()
         keys = np.array(list(mem.dump().get("u", {}))[:7] + [12345], dtype=np.uint64)

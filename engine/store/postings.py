@@ -568,7 +568,17 @@ class LmdbPostings(Postings):
         return which[o].astype(np.int64), v[o]
 
     def keys(self, table):
-        return np.unique(self._lookup(table, None)[0])
+        if table in RUN_TABLES:
+            return np.unique(self._lookup(table, None)[0])
+        parts = []  # each level's distinct keys, read without their (duplicate-sorted) ids
+        for recent in (False, True):
+            db = self._db(table, recent=recent)
+            if db is None:
+                continue
+            with self.env.begin(db=db) as txn:
+                parts.append(np.frombuffer(b"".join(txn.cursor().iternext_nodup(keys=True, values=False)), dtype=_KEY_DTYPE))
+        self._release()
+        return np.unique(np.concatenate(parts).astype(np.uint64)) if parts else np.zeros(0, np.uint64)
 
     def tables(self) -> list[str]:
         """The posting tables present."""
