@@ -144,12 +144,18 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     wanted[slot[take]] = True
     wslots = np.flatnonzero(wanted)
     u = keys[wslots]
-    cnt = counts[wslots]
-    p_val = np.searchsorted(wslots, slot[take])
+    # numbered in ascending value order, so a slice's values are looked up in key order (no sort there)
+    vorder = np.argsort(u, kind="stable")
+    vrank = np.empty_like(vorder)
+    vrank[vorder] = np.arange(vorder.size)
+    u = u[vorder]
+    cnt = counts[wslots][vorder]
+    p_val = vrank[np.searchsorted(wslots, slot[take])]
 
     # who holds each looked-up value: the batch's documents (rows grouped by value), older ones from postings
     rows = np.flatnonzero(wanted[slot])
-    dense_rows = np.searchsorted(wslots, slot[rows])
+    dense_rows = vrank[np.searchsorted(wslots, slot[rows])]
+    del vorder, vrank
     del rank, wanted, keys, used, frequent, counts
     by_val = rows[np.argsort(dense_rows, kind="stable")]
     b_holder = owner[by_val]
@@ -179,8 +185,8 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         del a, b, smaller
         on = np.zeros(0, np.uint64)
         if postings is not None:
-            uv, inv = np.unique(qv, return_inverse=True)
-            which, old = postings.get_flat(VALUES_TABLE, u[uv])
+            uv, inv = _dense_unique(qv, u.size)
+            which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending: u is
             keep = old < np.uint64(lo)
             which, old = which[keep], old[keep].astype(np.int64)
             o_cnt = np.bincount(which, minlength=uv.size).astype(np.int64)
@@ -216,6 +222,15 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
     order = np.lexsort((b, a))
     return a[order], b[order], c[order]
+
+
+def _dense_unique(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(x, return_inverse=True)`` for ``x`` in ``[0, n)``, without sorting ``x``."""
+    present = np.zeros(n, dtype=bool)
+    present[x] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return uniq, rank[x]
 
 
 def shared_needed(k: int) -> int:
