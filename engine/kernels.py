@@ -818,13 +818,47 @@ def _upper(keys, q, a, b):
     return a
 
 
+@njit(cache=True, inline="always")
+def _gallop(keys, q, a, n, upper):
+    """``_lower`` (``_upper`` when ``upper``) of ``keys[a:n]``, searching from ``a`` in steps that
+    double: ``log2`` of the distance moved, in pages near ``a``."""
+    if a >= n or (keys[a] > q if upper else keys[a] >= q):
+        return a
+    prev, step = a, 1
+    while True:
+        nxt = a + step
+        if nxt >= n:
+            return _upper(keys, q, prev + 1, n) if upper else _lower(keys, q, prev + 1, n)
+        if keys[nxt] > q if upper else keys[nxt] >= q:
+            return _upper(keys, q, prev + 1, nxt) if upper else _lower(keys, q, prev + 1, nxt)
+        prev = nxt
+        step <<= 1
+
+
 @njit(cache=True, nogil=True)
 def run_ranges(keys, fences, queries, fence):
     """For each query key, the range ``[lo, hi)`` of its entries in the sorted ``keys`` of a run;
-    ``fences`` holds every ``fence``-th key, so each search reads one block of the (mapped) keys."""
+    ``fences`` holds every ``fence``-th key, so each search reads one block of the (mapped) keys.
+    Ascending queries (as the pair and neighbour searches ask) are found by galloping from the
+    previous one's end instead: their pages are read in order, most of them once."""
     n = keys.size
     lo = np.empty(queries.size, np.int64)
     hi = np.empty(queries.size, np.int64)
+    ascending = True
+    for i in range(1, queries.size):
+        if queries[i] <= queries[i - 1]:
+            ascending = False
+            break
+    if ascending and queries.size:
+        # the first from the fences, the rest from where the one before ended
+        j = _lower(fences, queries[0], 0, fences.size)
+        pos = (j - 1) * fence + 1 if j > 0 else 0
+        for i in range(queries.size):
+            q = queries[i]
+            lo[i] = _gallop(keys, q, pos, n, False)
+            hi[i] = _gallop(keys, q, lo[i], n, True)
+            pos = hi[i]
+        return lo, hi
     for i in range(queries.size):
         q = queries[i]
         j = _lower(fences, q, 0, fences.size)

@@ -232,3 +232,18 @@ def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, siz
     finally:
         runs_mod.FENCE, runs_mod.BLOCK = saved
         lm.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=300), st.lists(st.integers(0, 45), max_size=40),
+       st.sampled_from([1, 2, 3, 8, 512]), st.booleans())
+def test_run_ranges_are_the_sorted_search_for_any_queries(keys, queries, fence, ascending):
+    """A run's ranges per query key, found through the fences or (ascending queries) by galloping
+    from the query before, are ``searchsorted``'s left and right ends."""
+    from neardup import kernels
+
+    k = np.array(sorted(keys), dtype=np.uint64)
+    q = np.array(sorted(set(queries)) if ascending else queries, dtype=np.uint64)
+    lo, hi = kernels.run_ranges(k, k[::fence].copy(), q, fence)
+    assert lo.tolist() == np.searchsorted(k, q, "left").tolist()
+    assert hi.tolist() == np.searchsorted(k, q, "right").tolist()
