@@ -38,6 +38,7 @@ class KeyGroups:
         #: older holders of keys that several of the batch's documents hold, read once for all the
         #: slices that need them (group -> ids); up to ``OLD_CACHE_IDS`` ids in all
         self.old_cache: dict[int, np.ndarray] = {}
+        self.in_cache = np.zeros(self.uk.size, dtype=bool)  # the groups of old_cache
         self.cached = 0
 
     def _old_holders(self, lo: int, postings, table: str, sel: np.ndarray):
@@ -48,7 +49,7 @@ class KeyGroups:
         g, g_at, g_cnt = np.unique(self.group[sel], return_index=True, return_counts=True)
         if postings is None:
             return g, g_at, g_cnt, np.zeros(0, np.int64), np.zeros(0, np.int64)
-        hit = np.fromiter((x in self.old_cache for x in g.tolist()), dtype=bool, count=g.size) if self.old_cache else np.zeros(g.size, bool)
+        hit = self.in_cache[g]
         fetch = np.flatnonzero(~hit)
         which, old = postings.get_flat(table, self.uk[g[fetch]])
         keep = old < np.uint64(lo)
@@ -62,6 +63,7 @@ class KeyGroups:
                 if self.cached >= OLD_CACHE_IDS:
                     break
                 self.old_cache[int(g[fetch[j]])] = old[s:e].copy()
+                self.in_cache[g[fetch[j]]] = True
                 self.cached += e - s + 1
         which = fetch[which]  # into g
         if hit.any():
