@@ -211,7 +211,9 @@ def test_stage_timings_are_kept_per_batch_and_summed(tmp_path):
         rows = con.execute("SELECT batch_id, stage, seconds FROM batch_timings").fetchall()
     assert {b for b, _, _ in rows} == {1, 2}
     assert {"read+prepare", "store", "candidates", "verify", "clusters", "prepare: shingles", "prepare: fingerprint bottomk",
-            "prepare: words"} <= {s for _, s, _ in rows}
+            "prepare: words", "clusters: neighbours"} <= {s for _, s, _ in rows}
+    for batch in (1, 2):  # written after the batch's commit, once each
+        assert sorted(s for b, s, _ in rows if b == batch and s in ("commit", "postings")) == ["commit", "postings"]
     ev = evaluate(idx, pooled=True)
     assert ev.timings["store"] == pytest.approx(sum(x for _, s, x in rows if s == "store"))
 
