@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .pairs.groups import _decode, _encode, _within  # the pair encoder of the candidate generators
+from .pairs.groups import _decode, _encode, _within, dense_unique  # the pair encoder of the candidate generators
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
@@ -185,8 +185,8 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         del a, b, smaller
         on = np.zeros(0, np.uint64)
         if postings is not None:
-            uv, inv = _dense_unique(qv, u.size)
-            which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending: u is
+            uv, inv = dense_unique(qv, u.size)
+            which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending keys: u is sorted
             keep = old < np.uint64(lo)
             which, old = which[keep], old[keep].astype(np.int64)
             o_cnt = np.bincount(which, minlength=uv.size).astype(np.int64)
@@ -222,15 +222,6 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
     order = np.lexsort((b, a))
     return a[order], b[order], c[order]
-
-
-def _dense_unique(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(x, return_inverse=True)`` for ``x`` in ``[0, n)``, without sorting ``x``."""
-    present = np.zeros(n, dtype=bool)
-    present[x] = True
-    uniq = np.flatnonzero(present)
-    rank = np.cumsum(present, dtype=np.int64) - 1
-    return uniq, rank[x]
 
 
 def shared_needed(k: int) -> int:

@@ -10,6 +10,16 @@ def _within(rep: np.ndarray) -> np.ndarray:
     return np.arange(int(rep.sum())) - np.repeat(np.cumsum(rep) - rep, rep)
 
 
+def dense_unique(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(x, return_inverse=True)`` for integers ``x`` in ``[0, n)``, without sorting ``x``
+    (a presence array of ``n``)."""
+    present = np.zeros(n, dtype=bool)
+    present[x] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return uniq, rank[x]
+
+
 def _encode(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
 
@@ -131,13 +141,10 @@ class KeyGroups:
             sel_old = np.searchsorted(g, self.group[sel]).astype(np.int64)
             # the distinct older holders and each entry's row among them, without sorting the entries
             # (millions where a site's frame makes band keys common): ids are below lo
-            present = np.zeros(lo, np.bool_)
-            present[old] = True
-            uniq = np.flatnonzero(present)
-            rank = np.cumsum(present, dtype=np.int64) - 1
+            uniq, at = dense_unique(old, lo)
             low_old, place = old_low(uniq)
-            o_rows = np.asarray(place, np.int64)[rank[old]]
-            del present, rank
+            o_rows = np.asarray(place, np.int64)[at]
+            del at
             rows += int(np.diff(o_start)[sel_old].sum())
         else:
             sel_old = np.full(sel.size, -1, np.int64)
