@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from . import concepts
 from .neighbours import all_pairs, neighbour_lists, postings_of, search
+from .pipeline import lap
 from .settings import Settings
 
 #: the sketches read back for older documents
@@ -142,16 +143,10 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     """Bring the ``concept`` clusters up to date with new documents ``lo..hi`` (``timings``: seconds
     of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``)."""
     k = settings.support
-    clock = [time.perf_counter()]
-
-    def lap(part: str) -> None:
-        now = time.perf_counter()
-        if timings is not None:
-            timings[f"clusters: {part}"] = timings.get(f"clusters: {part}", 0.0) + now - clock[0]
-        clock[0] = now
-
+    timings = timings if timings is not None else {}
+    t = time.perf_counter()
     nb, sk = _neighbours(con, postings, lo, hi, settings)
-    lap("neighbours")
+    t = lap(timings, "clusters: neighbours", t)
     if not nb:
         return {"created": 0, "removed": 0}
     # clusters a new document extends are no longer maximal
@@ -179,11 +174,11 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
             if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(members[0], ())):
                 gone.append(cid)
     _remove(con, gone, "concept", batch_id)
-    lap("extended")
+    t = lap(timings, "clusters: extended", t)
     new = set(range(lo, hi + 1))
     found = [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
     _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
-    lap("mine")
+    lap(timings, "clusters: mine", t)
     return {"created": len(found), "removed": len(gone)}
 
 
