@@ -348,8 +348,9 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
     need = data.draw(st.integers(0, perms))
     cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=4)))) if n_new > 1 else []
     g = pairs.KeyGroups(keys, docs)  # one for all the slices, as a batch uses it (its cache of old lists)
-    default_hits = kernels.BAND_HITS
+    default_hits, default_tile = kernels.BAND_HITS, kernels.BAND_TILE
     kernels.BAND_HITS = data.draw(st.sampled_from([1, 3, default_hits]))  # the kernel's output handed over in small parts
+    kernels.BAND_TILE = data.draw(st.sampled_from([1, 2, 5, default_tile]))  # older holders compared a few at a time
     try:
         for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
             a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
@@ -360,7 +361,24 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
             assert n_rows >= a.size
             assert held >= ga.size
     finally:
-        kernels.BAND_HITS = default_hits
+        kernels.BAND_HITS, kernels.BAND_TILE = default_hits, default_tile
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_low_byte_agreements_count_equal_bytes(data):
+    """The word-wise comparison (eight bytes at a time, lanes summed) counts exactly the equal bytes
+    of each pair of rows, for any width (padding, and rows longer than one lane sum holds) and any
+    byte values (top bits set or not)."""
+    width = data.draw(st.sampled_from([1, 7, 8, 9, 64, 128, 247, 248, 249, 300]))
+    n = data.draw(st.integers(1, 8))
+    alphabet = st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0x81, 0xFE, 0xFF])
+    low = np.array(data.draw(st.lists(st.lists(alphabet, min_size=width, max_size=width), min_size=n, max_size=n)), np.uint8)
+    a = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=20)), np.int64)
+    b = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=a.size, max_size=a.size)), np.int64)
+    same = (low[a] == low[b]).sum(axis=1)
+    for need in {0, 1, int(same.min()), int(same.max()), int(same.max()) + 1, width}:
+        assert pairs.low_byte_agreements(low, a, b, need).tolist() == (same >= need).tolist()
 
 
 def test_pairs_do_not_depend_on_the_value_cache_room_or_verify_chunks(tmp_path, monkeypatch):

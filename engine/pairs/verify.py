@@ -52,7 +52,8 @@ def low_byte_agreements(low: np.ndarray, ra: np.ndarray, rb: np.ndarray, need: i
     lowest byte; pair ``i`` is rows ``ra[i]``, ``rb[i]``. Linear in pairs x perms."""
     from .. import kernels
 
-    return kernels.pair_agreements(np.ascontiguousarray(low, dtype=np.uint8), ra, rb, need)
+    words, pad = kernels.byte_words(low)
+    return kernels.pair_agreements(words, ra, rb, need + pad)
 
 
 def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
