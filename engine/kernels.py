@@ -558,15 +558,19 @@ def pair_overlap(data, offs, ra, rb):
 _WORDS_PER_SUM = 31
 
 
-def byte_words(low: np.ndarray) -> tuple[np.ndarray, int]:
-    """One-byte rows ``(n, width)`` as ``(n, ceil(width / 8))`` uint64 words (zero bytes appended
-    when ``width`` is not a multiple of 8: they agree, so ``pad``, their count, is returned to be
-    taken off). Without a copy for contiguous rows of a multiple of 8 bytes (the default 128)."""
+def byte_words(low: np.ndarray, width: int | None = None) -> np.ndarray:
+    """One-byte rows as uint64 words: rows of ``width`` bytes (default: all of ``low``'s columns)
+    followed by zero bytes up to a multiple of 8, which ``low`` may already hold (then it is viewed
+    as it lies, without a copy) or which are appended (a copy). The zero bytes agree, so a
+    comparison's ``need`` counts them too."""
     low = np.ascontiguousarray(low, dtype=np.uint8)
-    pad = -low.shape[1] % 8
-    if pad:
-        low = np.concatenate([low, np.zeros((low.shape[0], pad), np.uint8)], axis=1)
-    return low.view(np.uint64).reshape(low.shape[0], low.shape[1] // 8), pad
+    width = low.shape[1] if width is None else width
+    full = -(-width // 8) * 8
+    if low.shape[1] != full:
+        if low.shape[1] != width:
+            raise ValueError(f"rows of {low.shape[1]} bytes are neither {width} nor {full}")
+        low = np.concatenate([low, np.zeros((low.shape[0], full - width), np.uint8)], axis=1)
+    return low.view(np.uint64).reshape(low.shape[0], full // 8)
 
 
 @njit(cache=True, inline="always")
@@ -598,7 +602,7 @@ def _equal_bytes(wa, x, wb, y):
 @njit(cache=True, nogil=True)
 def pair_agreements(words, ra, rb, need):
     """For each row pair, whether the one-byte signature rows ``ra[p]`` and ``rb[p]`` (as
-    ``byte_words`` gives them, padding included in ``need``) agree on at least ``need`` positions.
+    ``byte_words`` gives them, their zero padding counted in ``need``) agree on at least ``need`` positions.
     Every position is counted, without an early exit."""
     out = np.zeros(ra.size, np.bool_)
     for p in range(ra.size):
@@ -715,7 +719,8 @@ BAND_TILE = 32
 
 
 
-def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need):
+def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need,
+                    width: int | None = None):
     """The LSH candidates of a slice that pass the agreement filter, without listing the candidates.
 
     ``d``: the doc ids of a batch's (key, doc) rows sorted by key then id; for each selected row
@@ -723,7 +728,8 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     ``sel[i] - 1``) and with every older holder of its key (``o_ids[o_start[j]:o_start[j + 1]]``,
     ``j = sel_old[i]``, -1 for none). A pair is kept when the one-byte rows of the two docs agree on
     at least ``need`` positions (``low_new[new_row[doc - base]]`` for the batch's docs,
-    ``low_old[o_rows[q]]`` for older holder ``q``).
+    ``low_old[o_rows[q]]`` for older holder ``q``; rows of ``width`` bytes, default ``low_new``'s,
+    either array possibly padded with zero bytes to a multiple of 8, as ``byte_words`` reads them).
     Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice)."""
     most = np.asarray(sel - group_first, dtype=np.int64)
     has = sel_old >= 0
@@ -731,8 +737,9 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     cap = max(BAND_HITS, int(most.max()) if most.size else 0)  # room for any one row's candidates
     out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
     got_a, got_b = [], []
-    w_new, pad = byte_words(low_new)
-    w_old, _ = byte_words(low_old)
+    width = low_new.shape[1] if width is None else width
+    w_new, w_old = byte_words(low_new, width), byte_words(low_old, width)
+    pad = 8 * w_new.shape[1] - width
     for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
                                                      base, w_new, w_old, need + pad, BAND_TILE), (out_a, out_b)):
         got_a.append(out_a[:n].copy())

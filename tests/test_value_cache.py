@@ -36,9 +36,10 @@ def test_fixed_rows_are_found_by_id_and_go_whole_when_variable_values_cannot_mak
     ids, rows = c.fixed["minhash8"].items()
     assert ids.tolist() == [1, 3, 5, 7, 9] and rows[:, 0].tolist() == [1, 3, 5, 7, 9]
     held = c.fixed["minhash8"]
-    assert held.find(np.array([9, 2, 100])).tolist()[1:] == [0, 0] and held.rows[held.find(np.array([9]))[0] - 1].tolist() == [9, 9]
-    # slots for ids 0..9 (4 bytes each) and room for 5 rows of 2 bytes
-    assert c.size == held.nbytes == 10 * 4 + 5 * 2
+    assert held.find(np.array([9, 2, 100])).tolist()[1:] == [0, 0] and held.rows[held.find(np.array([9]))[0] - 1, :2].tolist() == [9, 9]
+    # slots for ids 0..9 (4 bytes each) and 5 rows of 2 bytes, each padded with zeros to 8
+    assert c.size == held.nbytes == 10 * 4 + 5 * 8
+    assert held.rows[: held.n, 2:].tolist() == [[0] * 6] * 5
     c.add("shingles", {1: b"s" * (10_000 - E - 40)})  # fits only once the rows are dropped
     assert c.fixed == {} and c.size == 10_000 - 40
 

@@ -96,25 +96,32 @@ class ValueCache:
                 var[(table, doc)] = value
 
     def add_fixed(self, table: str, ids: np.ndarray, rows: np.ndarray) -> None:
-        """Cache rows of ids not cached yet (the arrays grow by a quarter at least, so adding a
-        slice's rows costs what they hold, not what is cached already)."""
+        """Cache rows of ids not cached yet (counted at the bytes they hold; the arrays reserve room
+        for what the cache could hold at all, so adding a slice's rows copies only them)."""
         ids = np.asarray(ids, np.int64)
         if not ids.size:
             return
+        if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # ids read come ascending and distinct
+            ids, first = np.unique(ids, return_index=True)
+            rows = rows[first]
         have = self.fixed.get(table)
         if have is not None:
             new = have.find(ids) == 0
             ids, rows = ids[new], rows[new]
             if not ids.size:
                 return
-        grown = (have if have is not None else FixedRows(rows.shape[1])).grown(ids)
-        extra = grown.nbytes - (have.nbytes if have is not None else 0)
+        width = rows.shape[1]
+        held = padded(width)  # bytes a row holds
+        reserve = self.limit // held
+        base = have if have is not None else FixedRows(width)
+        grown = base.grown(ids, reserve)
+        extra = grown.slot.nbytes - base.slot.nbytes + ids.size * held
         if not self._room(extra):
             return
         if have is not None and table not in self.fixed:  # dropped to make room: start from nothing
             self.size -= extra
-            grown = FixedRows(rows.shape[1]).grown(ids)
-            if not self._room(grown.nbytes):
+            grown = FixedRows(width).grown(ids, reserve)
+            if not self._room(grown.slot.nbytes + ids.size * held):
                 return
         grown.put(ids, rows)
         self.fixed[table] = grown
@@ -123,16 +130,21 @@ class ValueCache:
 class FixedRows:
     """Fixed-width rows of one value table by doc id: ``slot[id]`` is the row's place plus one (0:
     not held), so a slice's thousands of lookups are one gather. The slot array spans the ids
-    seen (4 bytes an id below the largest; 4 MB for a million-document index)."""
+    seen (4 bytes an id below the largest; 4 MB for a million-document index). ``rows`` holds each
+    row in ``width`` bytes followed by zero bytes up to a multiple of 8 (``padded``), so the compiled
+    comparisons read them eight bytes at a time where they lie (``kernels.byte_words``)."""
 
     def __init__(self, width: int, slot: np.ndarray | None = None, rows: np.ndarray | None = None, n: int = 0):
+        self.width = width
         self.slot = slot if slot is not None else np.zeros(0, np.int32)
-        self.rows = rows if rows is not None else np.zeros((0, width), np.uint8)
+        self.rows = rows if rows is not None else np.zeros((0, padded(width)), np.uint8)
         self.n = n
 
     @property
     def nbytes(self) -> int:
-        return self.slot.nbytes + self.rows.nbytes
+        """Bytes held: the slot array and the rows in use (the rows' reserved room is not touched
+        until used, so it is not resident)."""
+        return self.slot.nbytes + self.n * self.rows.shape[1]
 
     def find(self, ids: np.ndarray) -> np.ndarray:
         """Each id's row place plus one, 0 for an id not held."""
@@ -141,9 +153,10 @@ class FixedRows:
         out[inside] = self.slot[ids[inside]]
         return out
 
-    def grown(self, ids: np.ndarray) -> "FixedRows":
+    def grown(self, ids: np.ndarray, reserve: int = 0) -> "FixedRows":
         """This store with room for the rows of ``ids`` (distinct, none held yet): the same
-        arrays when they have room, else copies a quarter larger than needed at least."""
+        arrays when they have room, else copies a quarter larger than needed at least, and with room
+        for ``reserve`` rows (left untouched, so not resident until used)."""
         top = int(ids.max()) + 1
         slot, rows = self.slot, self.rows
         if top > slot.size:
@@ -151,20 +164,27 @@ class FixedRows:
             slot[: self.slot.size] = self.slot
         need = self.n + ids.size
         if need > rows.shape[0]:
-            rows = np.zeros((max(need, rows.shape[0] + rows.shape[0] // 4), rows.shape[1]), np.uint8)
+            rows = np.empty((max(need, rows.shape[0] + rows.shape[0] // 4, reserve), rows.shape[1]), np.uint8)  # rows past n unread
             rows[: self.n] = self.rows[: self.n]
-        return FixedRows(rows.shape[1], slot, rows, self.n)
+        return FixedRows(self.width, slot, rows, self.n)
 
     def put(self, ids: np.ndarray, rows: np.ndarray) -> None:
-        ids, first = np.unique(ids, return_index=True)
-        self.rows[self.n : self.n + ids.size] = rows[first]
+        """Hold ``rows`` of ``ids`` (distinct, none held yet; room made by ``grown``)."""
+        at = slice(self.n, self.n + ids.size)
+        self.rows[at, : self.width] = rows
+        self.rows[at, self.width :] = 0
         self.slot[ids] = np.arange(self.n + 1, self.n + ids.size + 1, dtype=np.int32)
         self.n += ids.size
 
     def items(self) -> tuple[np.ndarray, np.ndarray]:
         """``(ids ascending, their rows)``: everything held (for tests and inspection)."""
         ids = np.flatnonzero(self.slot)
-        return ids, self.rows[self.slot[ids] - 1]
+        return ids, self.rows[self.slot[ids] - 1, : self.width]
+
+
+def padded(width: int) -> int:
+    """``width`` bytes rounded up to a multiple of 8."""
+    return -(-width // 8) * 8
 
 
 def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
@@ -179,7 +199,7 @@ def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column
         held = cache.fixed[value_table]
         pos = held.find(ids)
         have = pos > 0
-        rows[have] = held.rows[pos[have] - 1]
+        rows[have] = held.rows[pos[have] - 1, :width]
     got_ids, got_rows = [], []
     todo = ids[~have & (ids < lo)]
     if postings is not None and todo.size:
