@@ -930,25 +930,6 @@ def run_ranges(keys, fences, queries, fence):
 
 
 @njit(cache=True, nogil=True)
-def merge_runs(k1, i1, k2, i2):
-    """Merge two runs sorted by key: ``(keys, ids)``, the first run's entries first on equal keys."""
-    n1, n2 = k1.size, k2.size
-    k = np.empty(n1 + n2, k1.dtype)
-    d = np.empty(n1 + n2, i1.dtype)
-    a = b = 0
-    for o in range(n1 + n2):
-        if b >= n2 or (a < n1 and k1[a] <= k2[b]):
-            k[o] = k1[a]
-            d[o] = i1[a]
-            a += 1
-        else:
-            k[o] = k2[b]
-            d[o] = i2[b]
-            b += 1
-    return k, d
-
-
-@njit(cache=True, nogil=True)
 def group_simhash_pairs(d, h, group_first, bits):
     """Within key groups, the pairs within ``bits`` bits, without listing the others: rows sorted by
     key then doc id (``d`` their doc ids, ``h`` their simhashes, ``group_first[r]`` the first row

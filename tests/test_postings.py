@@ -194,8 +194,9 @@ def test_row_tables_in_blocks_read_like_any_value_table(tmp_path_factory, batche
        st.lists(st.integers(1, 80), max_size=6), st.sampled_from([(2, 3), (4, 1 << 22)]))
 def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, sizes):
     """A table kept as sorted runs in files (``store.runs``: ``lsh``) reads as the in-memory twin after
-    batches (merged as they accumulate, in blocks as small as 3 entries), a delete, and a reopen;
-    a merge leaves no file behind but those its manifest names."""
+    batches (merged as they accumulate, a cascade in one pass, in blocks as small as 3 entries), a
+    delete, and a reopen; the runs are those of merging two at a time; a merge leaves no file behind
+    but those its manifest names."""
     import neardup.store.runs as runs_mod
 
     fence, block = sizes
@@ -208,9 +209,16 @@ def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, siz
         for b, pairs in enumerate(batches, start=1):
             keys = np.array([k for k, _ in pairs], dtype=np.uint64)
             ids = np.array([base + d for _, d in pairs], dtype=np.uint64)
+            before = [n for _, n in lm.runs.manifest("lsh")]
             for store in (mem, lm):
                 store.apply_batch(b, {"lsh": (keys, ids), "t": (keys, ids)})
             base += 10
+            after = [n for _, n in lm.runs.manifest("lsh")]
+            if sum(after) > sum(before):  # the runs are those of merging the two newest, one merge at a time
+                want = before + [sum(after) - sum(before)]
+                while len(want) >= 2 and want[-2] <= runs_mod.MERGE_RATIO * want[-1]:
+                    want[-2:] = [want[-2] + want[-1]]
+                assert after == want
         assert lm.dump() == mem.dump()
         assert len(lm.runs.manifest("lsh")) <= 1 + int(np.log2(len(batches) + 1)) + 1 or not mem.dump()
         drop = np.array(sorted(set(gone)), dtype=np.uint64)

@@ -10,11 +10,14 @@ index: 1.4 µs an entry once the index held 500,000 documents, 14 s of a
 sorted by key and id, become one **run**: three files written sequentially
 in the postings folder's ``runs/`` (``<table>.<seq>.k``: the keys, uint64;
 ``.i``: the doc ids, uint32; ``.f``: every ``FENCE``-th key, a small index
-kept in memory). Runs are merged two at a time while the older of the two
-newest is at most ``MERGE_RATIO`` times the newer (a binary counter: about
-log2 of the batches runs per table, each entry rewritten about that many
-times, sequentially, at the speed of a copy). Merging reads blocks of
-``BLOCK`` entries, so it holds a few blocks, never a whole run.
+kept in memory). The two newest runs are merged while the older holds at
+most ``MERGE_RATIO`` times the newer's entries (about log2 of the batches
+runs per table, each entry rewritten about that many times, sequentially,
+at the speed of a copy); a cascade of such merges is done in one pass over
+all the runs it joins (``merge_count``), so only its final run is written,
+and a batch's entries that join a merge are never written alone. Merging
+reads blocks of about ``BLOCK`` entries in all, so it holds a few blocks,
+never a whole run.
 
 **Lookups** of many keys at once (sorted, distinct) search each run's fence
 keys, then its keys (compiled binary search over the memory-mapped file),
@@ -90,6 +93,18 @@ def _start_writeback(fh, offset: int, n: int) -> None:
         return
     fh.flush()
     _sync_file_range(fh.fileno(), offset, n, _SYNC_FILE_RANGE_WRITE)  # advisory: an error only loses the head start
+
+
+def merge_count(sizes: list[int]) -> int:
+    """How many of the newest runs (entries ``sizes``, oldest first; the last is a batch's new run)
+    end up merged into one: the two newest are merged while the older holds at most ``MERGE_RATIO``
+    times the newer's entries (1: the new run stays alone)."""
+    sizes = list(sizes)
+    j = 1
+    while len(sizes) >= 2 and sizes[-2] <= MERGE_RATIO * sizes[-1]:
+        sizes[-2:] = [sizes[-2] + sizes[-1]]
+        j += 1
+    return j
 
 
 def _check_ids(ids: np.ndarray, table: str) -> None:
@@ -268,20 +283,25 @@ class RunStore:
 
     # -- writing (inside the caller's LMDB write transaction) ---------------
     def add(self, txn, db, table: str, keys: np.ndarray, ids: np.ndarray) -> None:
-        """A batch's entries of ``table`` (sorted by key then id, distinct) as a new run, then merges."""
+        """A batch's entries of ``table`` (sorted by key then id, distinct) as a new run, merged with
+        the newest runs the policy merges it with (``merge_count``) in one pass: a cascade that
+        would merge two runs, then the result with the next, and so on, writes only its last run
+        (the batch's own entries are merged from memory, never written alone)."""
         if keys.size == 0:
             return
         _check_ids(ids, table)
         runs = self.manifest(table, txn)
+        j = merge_count([n for _, n in runs] + [int(keys.size)])
         seq = self._next_seq(txn, db)
-        self._write_files(table, seq, [(keys, ids)], keys.size)
-        runs.append((seq, int(keys.size)))
-        while len(runs) >= 2 and runs[-2][1] <= MERGE_RATIO * runs[-1][1]:
-            (s_old, n_old), (s_new, n_new) = runs[-2], runs[-1]
-            seq = self._next_seq(txn, db)
-            self._write_files(table, seq, self._merged(table, s_old, n_old, s_new, n_new), n_old + n_new)
-            self._replaced += [self._name(table, s_old), self._name(table, s_new)]
-            runs[-2:] = [(seq, n_old + n_new)]
+        if j == 1:
+            self._write_files(table, seq, [(keys, ids)], keys.size)
+            runs.append((seq, int(keys.size)))
+        else:
+            merged = runs[len(runs) - (j - 1) :]
+            total = sum(n for _, n in merged) + int(keys.size)
+            self._write_files(table, seq, self._merged_many(table, merged, keys, ids), total)
+            self._replaced += [self._name(table, s_) for s_, _ in merged]
+            runs[len(runs) - (j - 1) :] = [(seq, total)]
         self._set_manifest(txn, db, table, runs)
 
     def remove(self, txn, db, table: str, gone_ids: np.ndarray) -> None:
@@ -312,29 +332,27 @@ class RunStore:
         self.release()
         self._set_manifest(txn, db, table, out)
 
-    def _merged(self, table: str, s_old: int, n_old: int, s_new: int, n_new: int):
-        """The entries of two adjacent runs in key order (the older's first on equal keys), in blocks
-        of about ``BLOCK`` entries of the larger run (each ending on a key boundary) and the smaller
-        run's entries up to the same key."""
-        from .. import kernels
-
-        old, new = self._open(table, s_old, n_old), self._open(table, s_new, n_new)
-        (dk, di, _), (ok, oi, _) = (old, new) if n_old >= n_new else (new, old)
-        nd, no = dk.size, ok.size
-        d = o = 0
-        while d < nd or o < no:
-            d1 = min(nd, d + BLOCK)
-            if d1 < nd:
-                d1 = int(np.searchsorted(dk[d:nd], dk[d1 - 1], side="right")) + d
-                o1 = int(np.searchsorted(ok[o:no], dk[d1 - 1], side="right")) + o
-            else:
-                o1 = no
-            blocks = [(np.asarray(dk[d:d1]), np.asarray(di[d:d1])), (np.asarray(ok[o:o1]), np.asarray(oi[o:o1]))]
-            if n_old < n_new:
-                blocks.reverse()  # the older run's block first
-            (k1, i1), (k2, i2) = blocks
-            yield kernels.merge_runs(k1, i1, k2, i2)
-            d, o = d1, o1
+    def _merged_many(self, table: str, runs: list[tuple[int, int]], keys: np.ndarray, ids: np.ndarray):
+        """The entries of ``runs`` (oldest first) and then of ``keys``/``ids`` (the newest, in
+        memory) in key order, the older first on equal keys, in blocks: each ends on a key boundary
+        of the largest run (about ``BLOCK`` of its entries) and takes every other run's entries up to
+        that key; a block's parts are laid end to end, oldest first, and sorted stably by key (a
+        merge of presorted parts)."""
+        parts = [self._open(table, s_, n)[:2] for s_, n in runs] + [(keys, ids)]
+        big = max(range(len(parts)), key=lambda p: parts[p][0].size)
+        at = [0] * len(parts)
+        bk = parts[big][0]
+        step = max(1, BLOCK * bk.size // sum(pk.size for pk, _ in parts))  # about BLOCK entries a block in all
+        while at[big] < bk.size:
+            stop = min(bk.size, at[big] + step)
+            last = bk[stop - 1]
+            ends = [int(np.searchsorted(pk[a:], last, side="right")) + a if stop < bk.size else pk.size
+                    for (pk, _), a in zip(parts, at)]
+            k = np.concatenate([np.asarray(pk[a:e], dtype=np.uint64) for (pk, _), a, e in zip(parts, at, ends)])
+            i = np.concatenate([np.asarray(pi[a:e], dtype=_ID) for (_, pi), a, e in zip(parts, at, ends)])
+            order = np.argsort(k, kind="stable")
+            yield k[order], i[order]
+            at = ends
             self.release()
 
     def after_commit(self) -> None:
