@@ -583,7 +583,7 @@ def _equal_bytes(wa, x, wb, y):
     lo7 = uint64(0x7F7F7F7F7F7F7F7F)
     one = uint64(0x0101010101010101)
     n_words = wa.shape[1]
-    if n_words <= _WORDS_PER_SUM:  # one lane sum (the default 128 bytes: 16 words), a plain loop
+    if n_words <= _WORDS_PER_SUM:  # one lane sum (the default 100 positions: 13 words), a plain loop
         s = uint64(0)
         for k in range(n_words):
             v = wa[x, k] ^ wb[y, k]
@@ -714,13 +714,12 @@ def resumed(kernel, total: int, args: tuple, buffers: tuple):
 #: candidate rows whose outcome ``band_agreements`` holds at once (16 bytes each)
 BAND_HITS = 1 << 20
 #: older holders' rows ``band_agreement_hits`` compares with a key's new documents at a time (a
-#: tile of 128-byte rows stays in the first-level cache; 32 measured best of 8-512 on the scale corpus)
+#: tile of rows, 104 bytes each for the default 100 positions, stays in the first-level cache; 32
+#: measured best of 8-512 on the scale corpus)
 BAND_TILE = 32
 
 
-
-def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need,
-                    width: int | None = None):
+def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need):
     """The LSH candidates of a slice that pass the agreement filter, without listing the candidates.
 
     ``d``: the doc ids of a batch's (key, doc) rows sorted by key then id; for each selected row
@@ -728,8 +727,8 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     ``sel[i] - 1``) and with every older holder of its key (``o_ids[o_start[j]:o_start[j + 1]]``,
     ``j = sel_old[i]``, -1 for none). A pair is kept when the one-byte rows of the two docs agree on
     at least ``need`` positions (``low_new[new_row[doc - base]]`` for the batch's docs,
-    ``low_old[o_rows[q]]`` for older holder ``q``; rows of ``width`` bytes, default ``low_new``'s,
-    either array possibly padded with zero bytes to a multiple of 8, as ``byte_words`` reads them).
+    ``low_old[o_rows[q]]`` for older holder ``q``; ``low_old`` may hold its rows padded with zero
+    bytes to a multiple of 8, as ``byte_words`` reads them).
     Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice)."""
     most = np.asarray(sel - group_first, dtype=np.int64)
     has = sel_old >= 0
@@ -737,8 +736,8 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     cap = max(BAND_HITS, int(most.max()) if most.size else 0)  # room for any one row's candidates
     out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
     got_a, got_b = [], []
-    width = low_new.shape[1] if width is None else width
-    w_new, w_old = byte_words(low_new, width), byte_words(low_old, width)
+    width = low_new.shape[1]
+    w_new, w_old = byte_words(low_new), byte_words(low_old, width)
     pad = 8 * w_new.shape[1] - width
     for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
                                                      base, w_new, w_old, need + pad, BAND_TILE), (out_a, out_b)):
