@@ -188,6 +188,24 @@ def test_row_tables_in_blocks_read_like_any_value_table(tmp_path_factory, batche
         lm.close()
 
 
+def test_a_merge_whose_largest_run_ends_in_an_early_block_keeps_the_other_runs_rest(tmp_path):
+    """A run of equal keys ends the largest run inside a block cut short of the key range: the
+    newer run's larger keys still go into the merged run (they were once left out)."""
+    import neardup.store.runs as runs_mod
+
+    saved, runs_mod.BLOCK = runs_mod.BLOCK, 3
+    lm, mem = LmdbPostings(tmp_path / "p"), MemoryPostings()
+    try:
+        for b, (keys, ids) in enumerate([([0], [1]), ([0], [11]), ([0, 1], [21, 21])], start=1):
+            for store in (lm, mem):
+                store.apply_batch(b, {"lsh": (np.array(keys, np.uint64), np.array(ids, np.uint64))})
+        assert lm.dump() == mem.dump() == {"lsh": {0: [1, 11, 21], 1: [21]}}
+        assert [n for _, n in lm.runs.manifest("lsh")] == [4]
+    finally:
+        runs_mod.BLOCK = saved
+        lm.close()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 12), st.integers(0, 9)), max_size=40),
                 min_size=1, max_size=7),

@@ -343,11 +343,16 @@ class RunStore:
         at = [0] * len(parts)
         bk = parts[big][0]
         step = max(1, BLOCK * bk.size // sum(pk.size for pk, _ in parts))  # about BLOCK entries a block in all
-        while at[big] < bk.size:
+        done = False
+        while not done:
             stop = min(bk.size, at[big] + step)
-            last = bk[stop - 1]
-            ends = [int(np.searchsorted(pk[a:], last, side="right")) + a if stop < bk.size else pk.size
-                    for (pk, _), a in zip(parts, at)]
+            ends = [pk.size for pk, _ in parts]
+            if stop < bk.size:
+                last = bk[stop - 1]
+                ends = [int(np.searchsorted(pk[a:], last, side="right")) + a for (pk, _), a in zip(parts, at)]
+            done = ends[big] >= bk.size
+            if done:  # the largest run ends in this block: every run's rest with it
+                ends = [pk.size for pk, _ in parts]
             k = np.concatenate([np.asarray(pk[a:e], dtype=np.uint64) for (pk, _), a, e in zip(parts, at, ends)])
             i = np.concatenate([np.asarray(pi[a:e], dtype=_ID) for (_, pi), a, e in zip(parts, at, ends)])
             order = np.argsort(k, kind="stable")
