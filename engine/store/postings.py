@@ -30,13 +30,13 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import lmdb
 import numpy as np
 
+from . import libc
 from .runs import RUN_TABLES
 
 _META = b"__meta__"
@@ -69,20 +69,8 @@ _MADV_DONTNEED = 4
 _BLOCK_SLICE = 64
 
 
-def _libc_madvise():
-    """libc's ``madvise`` on Linux, else None (releasing mapped pages is then skipped)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_madvise = _libc_madvise()
+#: libc's ``madvise`` on Linux, else None (releasing mapped pages is then skipped)
+_madvise = libc.function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
 _KEY_DTYPE = np.dtype(">u8")  # big-endian keys and ids sort numerically in LMDB
 _VAL_DTYPE = np.dtype(">u8")
 

@@ -49,10 +49,11 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
+
+from . import libc
 
 #: posting tables kept as runs (the rest stay LMDB tables)
 RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_tables", "url", "content"})
@@ -68,20 +69,7 @@ _MANIFEST = b"runs/"
 _SEQ = b"runs_seq"
 
 
-def _libc_sync_file_range():
-    """libc's ``sync_file_range`` on Linux, else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_sync_file_range = _libc_sync_file_range()
+_sync_file_range = libc.function("sync_file_range", (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint))
 _SYNC_FILE_RANGE_WRITE = 2
 
 
