@@ -558,6 +558,11 @@ def pair_overlap(data, offs, ra, rb):
 _WORDS_PER_SUM = 31
 
 
+def padded(width: int) -> int:
+    """``width`` bytes rounded up to a multiple of 8 (the rows ``byte_words`` reads as words)."""
+    return -(-width // 8) * 8
+
+
 def byte_words(low: np.ndarray, width: int | None = None) -> np.ndarray:
     """One-byte rows as uint64 words: rows of ``width`` bytes (default: all of ``low``'s columns)
     followed by zero bytes up to a multiple of 8, which ``low`` may already hold (then it is viewed
@@ -565,7 +570,7 @@ def byte_words(low: np.ndarray, width: int | None = None) -> np.ndarray:
     comparison's ``need`` counts them too."""
     low = np.ascontiguousarray(low, dtype=np.uint8)
     width = low.shape[1] if width is None else width
-    full = -(-width // 8) * 8
+    full = padded(width)
     if low.shape[1] != full:
         if low.shape[1] != width:
             raise ValueError(f"rows of {low.shape[1]} bytes are neither {width} nor {full}")
@@ -738,7 +743,7 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     got_a, got_b = [], []
     width = low_new.shape[1]
     w_new, w_old = byte_words(low_new), byte_words(low_old, width)
-    pad = 8 * w_new.shape[1] - width
+    pad = padded(width) - width
     for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
                                                      base, w_new, w_old, need + pad, BAND_TILE), (out_a, out_b)):
         got_a.append(out_a[:n].copy())

@@ -110,6 +110,8 @@ class ValueCache:
             ids, rows = ids[new], rows[new]
             if not ids.size:
                 return
+        from ..kernels import padded  # compiled kernels load on first use, not with the module
+
         width = rows.shape[1]
         held = padded(width)  # bytes a row holds
         reserve = self.limit // held
@@ -131,10 +133,12 @@ class FixedRows:
     """Fixed-width rows of one value table by doc id: ``slot[id]`` is the row's place plus one (0:
     not held), so a slice's thousands of lookups are one gather. The slot array spans the ids
     seen (4 bytes an id below the largest; 4 MB for a million-document index). ``rows`` holds each
-    row in ``width`` bytes followed by zero bytes up to a multiple of 8 (``padded``), so the compiled
+    row in ``width`` bytes followed by zero bytes up to a multiple of 8 (``kernels.padded``), so the compiled
     comparisons read them eight bytes at a time where they lie (``kernels.byte_words``)."""
 
     def __init__(self, width: int, slot: np.ndarray | None = None, rows: np.ndarray | None = None, n: int = 0):
+        from ..kernels import padded
+
         self.width = width
         self.slot = slot if slot is not None else np.zeros(0, np.int32)
         self.rows = rows if rows is not None else np.zeros((0, padded(width)), np.uint8)
@@ -180,11 +184,6 @@ class FixedRows:
         """``(ids ascending, their rows)``: everything held (for tests and inspection)."""
         ids = np.flatnonzero(self.slot)
         return ids, self.rows[self.slot[ids] - 1, : self.width]
-
-
-def padded(width: int) -> int:
-    """``width`` bytes rounded up to a multiple of 8."""
-    return -(-width // 8) * 8
 
 
 def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,

@@ -52,8 +52,7 @@ def low_byte_agreements(low: np.ndarray, ra: np.ndarray, rb: np.ndarray, need: i
     lowest byte; pair ``i`` is rows ``ra[i]``, ``rb[i]``. Linear in pairs x perms."""
     from .. import kernels
 
-    words = kernels.byte_words(low)
-    return kernels.pair_agreements(words, ra, rb, need + 8 * words.shape[1] - low.shape[1])
+    return kernels.pair_agreements(kernels.byte_words(low), ra, rb, need + kernels.padded(low.shape[1]) - low.shape[1])
 
 
 def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
