@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,12 +17,14 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from neardup import NeardupError, ReadOptions, Settings, __version__
-from neardup.generate import KINDS
 from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
-from neardup.ingest import IngestResult, ingest
+from neardup.variants import KINDS
 from neardup.query import info as index_info
 from neardup.query import run_sql
 from neardup.store.index import Index
+
+if TYPE_CHECKING:  # the ingest machinery (numba kernels and all) is imported by the commands that ingest
+    from neardup.ingest import IngestResult
 
 app = typer.Typer(
     name="neardup",
@@ -263,6 +266,8 @@ def _memory_size(text: str | None) -> int | None:
 
 def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: Settings | None, quiet: bool,
                 batch_mb: float | None = None, memory_bytes: int | None = None) -> IngestResult:
+    from neardup.ingest import ingest
+
     show = not quiet and err.is_terminal
     if not show:
         return ingest(idx, path, opts, strict=strict, create_with=create, batch_mb=batch_mb, memory_bytes=memory_bytes)
@@ -338,14 +343,12 @@ def sql(
     except NeardupError as exc:
         _fail(exc)
     _note_unrepaired(idx.unrepaired)
+    if fmt in ("csv", "tsv"):
+        _write_delimited(result, "," if fmt == "csv" else "\t")
+        return
     rows = result.to_pylist()
     cols = result.column_names
-    if fmt in ("csv", "tsv"):
-        w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([r[c] for c in cols])
-    elif fmt == "json":
+    if fmt == "json":
         for r in rows:
             sys.stdout.write(json.dumps(r, default=str, ensure_ascii=False) + "\n")
     else:
@@ -355,6 +358,49 @@ def sql(
         out.print(t)
         more = f" (showing {max_rows})" if len(rows) > max_rows else ""
         out.print(f"{len(rows)} row{'s' if len(rows) != 1 else ''}{more}", highlight=False)
+
+
+def _write_delimited(result, delim: str) -> None:
+    """Write a query's rows to stdout exactly as ``csv.writer(delimiter=delim, lineterminator="\\n")``
+    writes them, a column at a time: integers and strings are put in text by Arrow and joined per row;
+    other types by Python's ``str`` per value (as the csv module does); rows that need the csv module's
+    quoting (a field holding the delimiter, a quote or a line break, or a lone empty field) are
+    written by it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    w = csv.writer(sys.stdout, delimiter=delim, lineterminator="\n")
+    w.writerow(result.column_names)
+    if result.num_rows == 0:
+        return
+    texts, careful = [], None
+    for col in result.columns:
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if pa.types.is_integer(col.type):
+            text = pc.cast(col, pa.string())
+        elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            text = col
+        else:
+            text = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.large_string())
+        text = text.cast(pa.large_string()).fill_null("")
+        special = pc.match_substring_regex(text, "[" + delim + '"\r\n]')
+        careful = special if careful is None else pc.or_(careful, special)
+        texts.append(text)
+    if len(texts) == 1:  # a row of one empty field is written quoted
+        careful = pc.or_(careful, pc.equal(pc.binary_length(texts[0]), 0))
+    lines = pc.binary_join_element_wise(*texts, pa.scalar(delim, pa.large_string())) if len(texts) > 1 else texts[0]
+    redo = pc.indices_nonzero(careful).to_pylist()
+    out = lines.to_pylist()
+    if redo:
+        buf = io.StringIO()
+        again = csv.writer(buf, delimiter=delim, lineterminator="\n")
+        for i in redo:
+            buf.seek(0)
+            buf.truncate()
+            again.writerow([c[i].as_py() for c in result.columns])
+            out[i] = buf.getvalue()[:-1]
+    out.append("")
+    sys.stdout.write("\n".join(out))
 
 
 def _note_unrepaired(exc: NeardupError | None) -> None:

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from neardup import NeardupError, ReadOptions
-from neardup.ingest import DEFAULT_BATCH_MB
+from neardup.memory import DEFAULT_BATCH_MB
 from neardup.store.index import Index
 
 from .app import DEFAULT_INDEX, IndexOpt, _fail, _note_unrepaired, err, out

@@ -70,9 +70,8 @@ from .errors import InputError, NeardupError
 from .ingest import extract_html
 from .readers import ReadOptions, Reject, read_input
 from .settings import Settings
-from .variants import _Rng, can_reorder, edit, frame_lines, html_page, reorder
+from .variants import KINDS, _Rng, can_reorder, edit, frame_lines, html_page, reorder
 
-KINDS = ("exact", "edit", "reorder", "boilerplate")
 URL_PREFIX = "https://generated.example/doc/"
 OUTPUT_FORMATS = ("jsonl", "parquet")
 #: Words of each boilerplate header and footer line.

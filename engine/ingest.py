@@ -262,8 +262,7 @@ class _Versions:
             self.by_url[u] = sorted(rows.get(u, []))
 
 
-#: text (MB read) committed per batch by default: a bigger input is committed as several batches
-DEFAULT_BATCH_MB = 128
+DEFAULT_BATCH_MB = memory.DEFAULT_BATCH_MB
 
 
 class _Peekable:

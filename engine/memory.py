@@ -32,6 +32,9 @@ from dataclasses import dataclass
 
 #: the plan's size when none is given
 DEFAULT_MEMORY = 4_000_000_000
+#: text (MB read) committed per batch by a plan of ``DEFAULT_MEMORY``: a bigger input is committed as
+#: several batches (``neardup.ingest``; scaled with the plan)
+DEFAULT_BATCH_MB = 128
 #: below this the fixed part dominates and the budgets would slice batches into crumbs
 MIN_MEMORY = 500_000_000
 

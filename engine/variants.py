@@ -12,6 +12,9 @@ import random
 import re
 from collections.abc import Sequence
 
+#: the kinds of variant a generated corpus draws from (``neardup.generate``)
+KINDS = ("exact", "edit", "reorder", "boilerplate")
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 

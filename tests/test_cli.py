@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from neardup.cli.app import app
@@ -178,3 +183,35 @@ def test_info_reports_missing_postings_as_missing(tmp_path):
     assert r.exit_code == 0 and "postings missing" in " ".join(r.output.split()) and "rebuild --postings" in r.output
     assert invoke("rebuild", "--index", idx, "--postings").exit_code == 0
     assert "up to batch 1" in invoke("info", "--index", idx).output
+
+
+_CELLS = {
+    "int": st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+    "str": st.one_of(st.none(), st.text(alphabet=st.sampled_from(list('ab ,\t"\r\n\'é')), max_size=6)),
+    "float": st.one_of(st.none(), st.floats(allow_nan=False, width=64)),
+    "bool": st.one_of(st.none(), st.booleans()),
+}
+_TYPES = {"int": pa.int64(), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(table=st.lists(st.sampled_from(sorted(_CELLS)), min_size=1, max_size=4).flatmap(
+    lambda kinds: st.tuples(st.just(kinds), st.lists(st.tuples(*(_CELLS[k] for k in kinds)), max_size=8))),
+    delim=st.sampled_from([",", "\t"]))
+def test_sql_delimited_output_is_what_the_csv_module_writes(table, delim):
+    from contextlib import redirect_stdout
+
+    from neardup.cli.app import _write_delimited
+
+    kinds, rows = table
+    names = [f"c{i}" for i in range(len(kinds))]
+    t = pa.table({n: pa.array([r[i] for r in rows], _TYPES[k]) for i, (n, k) in enumerate(zip(names, kinds))})
+    want = io.StringIO()
+    w = csv.writer(want, delimiter=delim, lineterminator="\n")
+    w.writerow(names)
+    for r in t.to_pylist():
+        w.writerow([r[n] for n in names])
+    got = io.StringIO()
+    with redirect_stdout(got):
+        _write_delimited(t, delim)
+    assert got.getvalue() == want.getvalue()

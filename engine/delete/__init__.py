@@ -31,7 +31,6 @@ from .. import __version__
 from ..faults import crashpoint
 from ..sqlfiles import query
 from ..store.index import Index
-from . import clusters
 from .postings import as_table, frequent_changes, removed_postings
 from .select import Selection, check_predicate, select
 
@@ -100,6 +99,8 @@ def _preview(con, gone: np.ndarray, res: DeleteResult, show: int) -> None:
 
 
 def _delete(w, gone: np.ndarray, selection: Selection, res: DeleteResult) -> None:
+    from . import clusters  # the concept kernels (numba) load with the delete, not with the CLI
+
     con, settings = w.con, w.settings
     started = datetime.now()
     batch_id = con.execute(query("catalog", "next_ids")).fetchall()[0][0]
