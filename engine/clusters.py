@@ -32,6 +32,7 @@ from . import concepts
 from .neighbours import all_pairs, neighbour_lists, postings_of, search
 from .pipeline import lap
 from .settings import Settings
+from .arrays import unique
 
 #: the sketches read back for older documents
 SKETCH_VALUES = "bottomk"
@@ -83,7 +84,7 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
                      old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)))
     starts = np.concatenate([[0], np.cumsum(lens)])
     sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
-    old = np.unique(a[a < lo])
+    old = unique(a[a < lo])
     if old.size:
         sk.update(_sketches(con, postings, lo, old))
     return neighbour_lists(a, b, lo), sk

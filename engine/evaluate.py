@@ -51,6 +51,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import InputError, SettingsMismatch
+from .arrays import unique
 
 Pair = tuple[int, int]
 
@@ -390,7 +391,7 @@ def read_images(con, image: str) -> dict[int, np.ndarray]:
     of its signature's values (000's "minimal elements in n permutations": the shingle hashes the
     permutations select, merged by value whichever permutation selected them)."""
     table, col = SWEEP_IMAGES[image]
-    return {d: np.unique(np.asarray(v, dtype=np.uint64)) for d, v in con.execute(f"SELECT doc_id, {col} FROM {table}").fetchall()}
+    return {d: unique(np.asarray(v, dtype=np.uint64)) for d, v in con.execute(f"SELECT doc_id, {col} FROM {table}").fetchall()}
 
 
 def support_sweep(images: dict[int, np.ndarray], supports: tuple[int, ...], gold: set[Pair]) -> tuple[list[dict], float]:

@@ -39,6 +39,7 @@ from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
 from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
+from .arrays import unique
 
 ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
 StageFn = Callable[[int, str], None]  # (batch id, stage): the stage the ingest enters, see STAGES
@@ -227,7 +228,7 @@ class _Versions:
         if not todo:
             return
         found = self.w.postings.get_many("url", {k for _, k in todo})
-        ids = np.unique(np.concatenate(list(found.values()))).astype(np.int64) if found else np.zeros(0, np.int64)
+        ids = unique(np.concatenate(list(found.values()))).astype(np.int64) if found else np.zeros(0, np.int64)
         have, rows_ = self.w.postings.get_fixed(DOCINFO, ids, 16) if ids.size else (ids, np.zeros((0, 16), np.uint8))
         info = rows_.view(">u8").reshape(-1, 2).astype(np.uint64) if have.size else np.zeros((0, 2), np.uint64)
         known = dict(zip(have.tolist(), map(tuple, info.tolist())))

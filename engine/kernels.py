@@ -674,6 +674,61 @@ def find_slots(keys, used, values):
 
 
 @njit(cache=True, nogil=True)
+def distinct_counts(values, bits):
+    """The distinct values of ``values`` and how often each occurs, in no particular order: an
+    open-addressing table of ``2**bits`` slots to start with, doubled whenever it is half full.
+    (Counting millions of pair codes of which a tenth are distinct this way costs a fraction of
+    sorting them.)"""
+    size = np.int64(1) << np.int64(bits)
+    m = size - np.int64(1)
+    keys = np.zeros(size, np.uint64)
+    counts = np.zeros(size, np.int64)  # 0: an empty slot
+    n_used = 0
+    for r in range(values.size):
+        v = values[r]
+        s = np.int64(_mix64(v) & uint64(m))
+        while counts[s] != 0 and keys[s] != v:
+            s = (s + np.int64(1)) & m
+        if counts[s] == 0:
+            keys[s] = v
+            n_used += 1
+        counts[s] += 1
+        if 2 * n_used > size:
+            size *= np.int64(2)
+            m = size - np.int64(1)
+            new_keys = np.zeros(size, np.uint64)
+            new_counts = np.zeros(size, np.int64)
+            for j in range(keys.size):
+                if counts[j] != 0:
+                    t = np.int64(_mix64(keys[j]) & uint64(m))
+                    while new_counts[t] != 0:
+                        t = (t + np.int64(1)) & m
+                    new_keys[t] = keys[j]
+                    new_counts[t] = counts[j]
+            keys, counts = new_keys, new_counts
+    out_v = np.empty(n_used, np.uint64)
+    out_c = np.empty(n_used, np.int64)
+    o = 0
+    for j in range(keys.size):
+        if counts[j] != 0:
+            out_v[o] = keys[j]
+            out_c[o] = counts[j]
+            o += 1
+    return out_v, out_c
+
+
+def occurring(values: np.ndarray, times: int = 1) -> np.ndarray:
+    """The distinct values (uint64) that occur at least ``times`` times in ``values``, ascending
+    (``np.unique`` with counts, by ``distinct_counts``: only what is kept is sorted)."""
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    if values.size == 0:
+        return values
+    # a table for an eighth of the values to start with: pair codes repeat (the bands a pair shares)
+    v, c = distinct_counts(values, max(10, int(values.size // 8).bit_length()))
+    return np.sort(v[c >= times] if times > 1 else v)
+
+
+@njit(cache=True, nogil=True)
 def smallest_per_segment(rank, offs, take):
     """Per run ``offs[i]:offs[i+1]``, the positions of its ``take[i]`` smallest ``rank`` values,
     ties kept in run order (a stable sort), runs in order."""

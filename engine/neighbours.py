@@ -42,6 +42,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .pairs.groups import _decode, _encode, _within, dense_unique  # the pair encoder of the candidate generators
+from .pipeline import in_parts
+from .arrays import unique
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
@@ -206,13 +208,13 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         if on.size:
             if old_sketches is None:
                 raise ValueError("older partners found but no way to read their sketches")
-            o_ids_s, o_data, o_offs = old_sketches(np.unique(ox))
+            o_ids_s, o_data, o_offs = old_sketches(unique(ox))
         shift = o_ids_s.size
         all_data = np.concatenate([o_data, data]) if shift else data
         all_offs = np.concatenate([o_offs[:-1], o_offs[-1] + offs]) if shift else offs
         ra = np.concatenate([np.searchsorted(o_ids_s, ox), nx + shift])
         rb = np.concatenate([oy, ny]) + shift
-        common = kernels.pair_overlap(all_data, all_offs, ra, rb)
+        common = in_parts(lambda x, y: kernels.pair_overlap(all_data, all_offs, x, y), ra, rb)
         hit = common >= k
         out_a.append(np.concatenate([ox, ids[nx]])[hit])
         out_b.append(ids[np.concatenate([oy, ny])][hit])
@@ -230,9 +232,10 @@ def shared_needed(k: int) -> int:
 
 
 def _at_least(codes: np.ndarray, c: int) -> np.ndarray:
-    """The distinct pair codes that occur at least ``c`` times."""
-    u, n = np.unique(codes, return_counts=True)
-    return u[n >= c]
+    """The distinct pair codes that occur at least ``c`` times, ascending."""
+    from . import kernels
+
+    return kernels.occurring(codes, c)
 
 
 def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:

@@ -8,14 +8,21 @@ keeps memory bounded: at most ``depth`` chunks wait in the queue.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 _DONE = object()
+#: threads a compiled kernel's rows are split over (``in_parts``): the cores this process may use, at most 8
+KERNEL_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+#: rows below which a kernel's work is not split (a thread's start costs more than it saves)
+MIN_PART = 8_192
 
 
 def lap(timings: dict[str, float], stage: str, since: float) -> float:
@@ -127,3 +134,21 @@ def ordered_map(fn, items: Iterable, workers: int = 2, window: int = 3) -> Itera
             if hasattr(f, "cancel"):
                 f.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def in_parts(fn: Callable[..., np.ndarray], *rows: np.ndarray, threads: int | None = None) -> np.ndarray:
+    """``fn(*rows)`` for a function of aligned row arrays whose result has one value per row,
+    computed on ``threads`` (default ``KERNEL_THREADS``) threads over consecutive parts of the rows
+    and concatenated in order: the same array as one call. Worth it for compiled kernels that
+    release the GIL (``nogil``) and treat each row on its own (pair similarities)."""
+    n = rows[0].shape[0]
+    threads = KERNEL_THREADS if threads is None else threads
+    parts = min(threads * 4, n // MIN_PART) if threads > 1 else 1  # several parts a thread: rows differ in cost
+    if parts <= 1:
+        return fn(*rows)
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="neardup-kernel") as pool:
+        outs = list(pool.map(lambda se: fn(*(r[se[0] : se[1]] for r in rows)), zip(cuts[:-1], cuts[1:])))
+    return np.concatenate(outs)

@@ -34,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from selectolax.lexbor import LexborHTMLParser
 
+from .arrays import unique
+
 
 _HSPACES = r"\t\x{0b}\x{0c}\x{a0}\x{1680}\x{2000}-\x{200a}\x{202f}\x{205f}\x{3000}"
 
@@ -218,7 +220,7 @@ def word_spans(normal: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
         edges = np.concatenate([edges, [data.size]])
     # a word never runs across two strings: split runs at string boundaries inside them
     inner = offs[1:-1]
-    inner = np.unique(inner[(inner > 0) & (inner < data.size)])
+    inner = unique(inner[(inner > 0) & (inner < data.size)])
     cut = inner[isw[inner - 1] & isw[inner]]
     if cut.size:
         edges = np.sort(np.concatenate([edges, cut, cut]), kind="stable")

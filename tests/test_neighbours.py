@@ -118,3 +118,18 @@ def test_a_page_of_frame_and_body_looks_up_its_body_values_only():
 def test_ids_beyond_the_pair_encoder_are_refused():
     with pytest.raises(ValueError, match="2\\^32"):
         neighbours.search(np.array([1 << 32]), np.arange(5, dtype=np.uint64), np.array([5]), 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 40), st.just(2**64 - 1), st.integers(0, 2**64 - 1)), max_size=3000),
+       st.integers(1, 5), st.integers(1, 12))
+def test_occurring_counts_as_unique_does(values, times, bits):
+    from neardup import kernels
+
+    x = np.array(values, dtype=np.uint64)
+    u, n = np.unique(x, return_counts=True)
+    assert np.array_equal(kernels.occurring(x, times), u[n >= times])
+    # from a table of any starting size: it doubles as it fills (tiny starts double many times)
+    v, c = kernels.distinct_counts(x, bits)
+    order = np.argsort(v)
+    assert np.array_equal(v[order], u) and np.array_equal(c[order], n)

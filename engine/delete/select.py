@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..errors import NeardupError, QueryError, QueryRefused, SelectionError
 from ..sqlfiles import query
+from ..arrays import unique
 
 #: the hint of every refused or failing ``--where``
 WHERE_HINT = ("--where is one condition on the columns of documents (docs/sql.md), run read-only on the catalog, "
@@ -119,7 +120,7 @@ def select(con, sel: Selection) -> np.ndarray:
             raise QueryRefused(f"refused: --where reaches outside the catalog ({_first_line(exc)})", hint=WHERE_HINT) from exc
         except duckdb.Error as exc:
             raise QueryError(f"--where failed: {_first_line(exc)}", hint=WHERE_HINT) from exc
-    return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
+    return unique(np.array([r[0] for r in rows], dtype=np.int64))
 
 
 def _first_line(exc: Exception) -> str:

@@ -32,6 +32,7 @@ from ..pairs.groups import _within
 from ..pairs.values import _signature_rows
 from ..readers import ReadOptions, Reject, read_input
 from ..settings import Settings
+from ..arrays import unique
 
 #: file name of partition ``p`` in a stage's folder
 PART = "part-{:05d}.parquet"
@@ -556,14 +557,14 @@ def verify_by_partition(df: pd.DataFrame, root: str, parts: list[int], first_ids
     pa_all = values_partition(a_all, first_ids)
     pb_all = values_partition(b_all, first_ids)
     out = []
-    for x in np.unique(pa_all):
+    for x in unique(pa_all):
         in_x = pa_all == x
         # partition x's own sets: its pairs' doc_a, and the doc_b of its pairs within x
-        sets_x = _shingle_sets(root, parts[x], np.unique(np.r_[a_all[in_x], b_all[in_x & (pb_all == x)]]))
-        for y in np.unique(pb_all[in_x]):
+        sets_x = _shingle_sets(root, parts[x], unique(np.r_[a_all[in_x], b_all[in_x & (pb_all == x)]]))
+        for y in unique(pb_all[in_x]):
             m = in_x & (pb_all == y)
             a, b = a_all[m], b_all[m]
-            sets_y = sets_x if y == x else _shingle_sets(root, parts[y], np.unique(b))
+            sets_y = sets_x if y == x else _shingle_sets(root, parts[y], unique(b))
             ids_x, blobs_x = sets_x
             ids_y, blobs_y = sets_y
             ra = np.searchsorted(ids_x, a)

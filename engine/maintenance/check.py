@@ -54,6 +54,7 @@ from ..store.index import PENDING_FILE, Index, old_layout
 from ..store.postings import ROW_TABLES, VALUES, LmdbPostings
 from ..store.runs import RUN_TABLES
 from . import writer_lock
+from ..arrays import unique
 
 #: documents whose postings the default check compares
 SAMPLE = 1000
@@ -486,7 +487,7 @@ class _Content:
         keep = np.r_[True, (k[1:] != k[:-1]) | (d[1:] != d[:-1])]
         k, d = k[keep], d[keep]
         self.implied[table] += k.size
-        pk, pd = self.stored(table, np.unique(k), lo, hi)
+        pk, pd = self.stored(table, unique(k), lo, hi)
         # implied rows (0) and stored rows (1) sorted together: a pair found in both is two neighbours
         ak, ad = np.concatenate([k, pk]), np.concatenate([d, pd])
         src = np.r_[np.zeros(k.size, np.int8), np.ones(pk.size, np.int8)]
@@ -510,7 +511,7 @@ class _Content:
         many documents share) costs what lies in the range, not its length."""
         p = self.p
         if table in RUN_TABLES:  # sorted runs in files: one vectorised lookup
-            k, v = p.runs.lookup(table, np.unique(keys))
+            k, v = p.runs.lookup(table, unique(keys))
             inside = (v >= np.uint64(lo)) & (v <= np.uint64(hi))
             return k[inside], v[inside]
         start = int(lo).to_bytes(8, "big")

@@ -20,6 +20,7 @@ from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
+from ..arrays import unique
 
 #: candidate rows (key matches before deduplication) one slice of a batch's documents may hold in
 #: memory; the slices' documents are chosen from the rows per document seen so far (bounds the memory
@@ -99,7 +100,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
             a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
             rows[0] += n
             if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
-                small = _small_sketches(con, np.unique(np.concatenate([a, b])), settings.threshold)
+                small = _small_sketches(con, unique(np.concatenate([a, b])), settings.threshold)
                 ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
                 a, b = a[ok], b[ok]
             return a, b

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..sqlfiles import query
+from ..arrays import unique
 
 #: 003's chain ratio for similarity 0.85, and A12's sentence-count ratio
 CHAIN_RATIO = 1.15
@@ -22,14 +23,14 @@ def _records(con, keys_docs, lo: int, postings, table: str, lengths_sql: str) ->
     k = k.astype(np.uint64)
     d = d.astype(np.int64)
     rec_k, rec_d = [k], [d]
-    uk = np.unique(k)
+    uk = unique(k)
     for key, ids in (postings.get_many(table, uk.tolist()) if postings is not None else {}).items():
         old = ids[ids < lo].astype(np.int64)
         if old.size:
             rec_k.append(np.full(old.size, key, np.uint64))
             rec_d.append(old)
     kk, dd = np.concatenate(rec_k), np.concatenate(rec_d)
-    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(dd), pa.int64())}))
+    con.register("want_ids", pa.table({"doc_id": pa.array(unique(dd), pa.int64())}))
     try:
         lens = con.sql(lengths_sql).to_arrow_table()
     finally:
@@ -67,7 +68,7 @@ def _a12_pairs(con, keys_docs, lo: int, postings) -> tuple[np.ndarray, np.ndarra
     if a.size == 0:
         return a, b, np.zeros(0)
     con.register("chain_pair", pa.table({"doc_a": pa.array(a, pa.int64()), "doc_b": pa.array(b, pa.int64())}))
-    con.register("want_ids", pa.table({"doc_id": pa.array(np.unique(np.concatenate([a, b])), pa.int64())}))
+    con.register("want_ids", pa.table({"doc_id": pa.array(unique(np.concatenate([a, b])), pa.int64())}))
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE a12_rows AS SELECT f.doc_id, f.ss, f.ws, f.num FROM fp_a12 f SEMI JOIN want_ids w ON f.doc_id = w.doc_id")
         r = con.sql(query("chains", "a12_pairs"), params={"num_ratio": SENTENCE_RATIO}).to_arrow_table()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def _within(rep: np.ndarray) -> np.ndarray:
     """For runs of lengths ``rep`` laid end to end: each element's position in its run."""
     return np.arange(int(rep.sum())) - np.repeat(np.cumsum(rep) - rep, rep)
@@ -157,7 +158,7 @@ class KeyGroups:
                                        np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need)
         held = int(old.size + a.size)
         if a.size:
-            code = np.unique(_encode(a, b))
+            code = kernels.occurring(_encode(a, b))  # a pair agrees in every band key it shares
             a, b = _decode(code)
         return a, b, rows, held
 

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..store.postings import distinct
+from ..arrays import unique
 
 #: value table of the min-hash signatures' lowest bytes, one per position (the agreement filter of
 #: ``jaccard``); a row table of the postings (``store.postings.ROW_TABLES``)
@@ -242,7 +243,7 @@ def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str,
     """``(sorted ids, their values)``: older documents' from the postings' value table
     (a lookup per document), the batch's own (and any missing) from the catalog; those in
     ``cache`` from there (and the rest are added to it)."""
-    ids = np.unique(ids)
+    ids = unique(ids)
     known = cache.get(value_table, ids.tolist()) if cache is not None else {}
     todo = np.array([i for i in ids.tolist() if i not in known], dtype=np.int64) if known else ids
     got: dict[int, bytes] = {}

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from ..pipeline import in_parts
 from ..settings import Settings
 from .keys import lsh_params
 from .values import SIGNATURE_VALUES, ValueCache, _fixed_values, _matrix, _rows_of, _signature_rows, _simhash_rows, _values
@@ -79,8 +80,8 @@ def set_jaccard(blobs: list[bytes], ra: np.ndarray, rb: np.ndarray, at_least: fl
         data = data.copy()
     swap = sys.byteorder == "little"
     if at_least is not None:
-        return kernels.pair_jaccard_at_least(data, offs, ra, rb, float(at_least), swap)
-    return kernels.pair_jaccard(data, offs, ra, rb, swap)
+        return in_parts(lambda x, y: kernels.pair_jaccard_at_least(data, offs, x, y, float(at_least), swap), ra, rb)
+    return in_parts(lambda x, y: kernels.pair_jaccard(data, offs, x, y, swap), ra, rb)
 
 
 def minhash_similarity(con, a: np.ndarray, b: np.ndarray, perms: int) -> np.ndarray:

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import libc
 from .runs import RUN_TABLES
+from ..arrays import unique
 
 _META = b"__meta__"
 #: format 2: one duplicate per id (format 1 stored a list per key, under unprefixed names)
@@ -81,7 +82,7 @@ def distinct(x: np.ndarray, dtype=np.uint64) -> np.ndarray:
     x = np.asarray(x, dtype=dtype)
     if x.size < 2 or bool((x[1:] > x[:-1]).all()):
         return x
-    return np.unique(x)
+    return unique(x)
 
 
 def group_postings(keys: np.ndarray, doc_ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -433,7 +434,7 @@ class LmdbPostings(Postings):
         if db is None or ids.size == 0:
             return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8)
         block = ids // ROWS_PER_BLOCK
-        wanted = np.unique(block)
+        wanted = unique(block)
         kb = wanted.astype(np.uint64).astype(_KEY_DTYPE).tobytes()
         keys = [kb[i : i + 8] for i in range(0, len(kb), 8)]
         found, rows = [], []
@@ -557,7 +558,7 @@ class LmdbPostings(Postings):
 
     def keys(self, table):
         if table in RUN_TABLES:
-            return np.unique(self._lookup(table, None)[0])
+            return unique(self._lookup(table, None)[0])
         parts = []  # each level's distinct keys, read without their (duplicate-sorted) ids
         for recent in (False, True):
             db = self._db(table, recent=recent)
@@ -566,7 +567,7 @@ class LmdbPostings(Postings):
             with self.env.begin(db=db) as txn:
                 parts.append(np.frombuffer(b"".join(txn.cursor().iternext_nodup(keys=True, values=False)), dtype=_KEY_DTYPE))
         self._release()
-        return np.unique(np.concatenate(parts).astype(np.uint64)) if parts else np.zeros(0, np.uint64)
+        return unique(np.concatenate(parts).astype(np.uint64)) if parts else np.zeros(0, np.uint64)
 
     def tables(self) -> list[str]:
         """The posting tables present."""
@@ -687,10 +688,10 @@ class LmdbPostings(Postings):
                 if table.startswith(VALUES):
                     if table[len(VALUES) :] in ROW_TABLES:
                         for db in levels[table]:
-                            self._update_blocks(txn, db, np.unique(np.asarray(keys, dtype=np.int64)), None, table)
+                            self._update_blocks(txn, db, unique(np.asarray(keys, dtype=np.int64)), None, table)
                         continue
                     for db in levels[table]:
-                        kb = np.unique(np.asarray(keys, dtype=np.uint64)).astype(_KEY_DTYPE).tobytes()  # a value table is keyed by doc id
+                        kb = unique(np.asarray(keys, dtype=np.uint64)).astype(_KEY_DTYPE).tobytes()  # a value table is keyed by doc id
                         for j in range(0, len(kb), 8):
                             txn.delete(kb[j : j + 8], db=db)
                     continue
@@ -734,7 +735,7 @@ class LmdbPostings(Postings):
 
     def stats(self) -> dict[str, int]:
         """Number of distinct keys per table."""
-        return {name: int(np.unique(self._lookup(name, None)[0]).size) for name in self.tables()}
+        return {name: int(unique(self._lookup(name, None)[0]).size) for name in self.tables()}
 
     def dump(self):
         out: dict = {}

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import libc
+from ..arrays import unique
 
 #: posting tables kept as runs (the rest stay LMDB tables)
 RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_tables", "url", "content"})
@@ -294,7 +295,7 @@ class RunStore:
 
     def remove(self, txn, db, table: str, gone_ids: np.ndarray) -> None:
         """Rewrite every run holding one of ``gone_ids`` without those documents' entries."""
-        gone = np.unique(np.asarray(gone_ids, dtype=np.uint64))
+        gone = unique(np.asarray(gone_ids, dtype=np.uint64))
         if gone.size == 0:
             return
         runs = self.manifest(table, txn)
