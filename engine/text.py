@@ -101,43 +101,94 @@ def normal_form(texts: pa.Array) -> pa.Array:
     """NFKC plus full Unicode case folding of every string (nulls stay null).
 
     Python's ``unicodedata.normalize("NFKC", s)`` and ``str.casefold`` define
-    the result. Pure-ASCII strings (NFKC leaves them alone and folding is
-    lowercasing) are lowered by Arrow. The others get NFKC from Python, then
-    Arrow's per-character lowercasing, which equals ``casefold`` except on
-    the few characters of ``_fold_differs`` (found by comparing the two on
-    every code point of the running Python and Arrow); only strings holding
-    one of those go through ``str.casefold``.
+    the result; Python computes it only for the lines that need it. Pure-ASCII
+    strings (NFKC leaves them alone and folding is lowercasing) are lowered by
+    Arrow. So are the other strings without a character of ``_needs_python``:
+    such a string is already in NFKC (``_nfkc_changeable``) and Arrow's
+    per-character lowercasing folds it as ``casefold`` does (``_fold_differs_cps``).
+    A string with one is split at its line breaks, which NFKC never carries
+    anything across (a line feed is a starter that composes with nothing, and
+    case folding looks at one character at a time), and only its lines with
+    such a character go through Python.
     """
     texts = texts if pa.types.is_large_string(texts.type) else texts.cast(pa.large_string())
     ascii_rows = pc.fill_null(pc.string_is_ascii(texts), True)
-    lowered = pc.ascii_lower(texts)
     if pc.all(ascii_rows).as_py():
+        return pc.ascii_lower(texts)
+    careful = pc.fill_null(pc.match_substring_regex(texts, _needs_python()), False)
+    lowered = pc.utf8_lower(texts)
+    if not pc.any(careful).as_py():
         return lowered
-    mask = pc.invert(ascii_rows)
-    nfkc = pa.array([unicodedata.normalize("NFKC", s) for s in texts.filter(mask).to_pylist()], pa.large_string())
-    folded = pc.utf8_lower(nfkc)
-    special = pc.match_substring_regex(nfkc, _fold_differs())
-    if pc.any(special).as_py():
-        redo = [s.casefold() for s in nfkc.filter(special).to_pylist()]
-        folded = pc.replace_with_mask(folded, special, pa.array(redo, pa.large_string()))
-    return pc.replace_with_mask(lowered, mask, folded)
+    lines = pc.split_pattern(texts.filter(careful), "\n")
+    flat = lines.flatten()
+    hard = pc.match_substring_regex(flat, _needs_python())
+    done = [unicodedata.normalize("NFKC", x).casefold() for x in flat.filter(hard).to_pylist()]
+    flat = pc.replace_with_mask(pc.utf8_lower(flat), hard, pa.array(done, pa.large_string()))
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(lines.offsets, flat), pa.scalar("\n", pa.large_string()))
+    return pc.replace_with_mask(lowered, careful, joined)
+
+
+#: code points 0x20000 and up count as needing Python (planes 2-16: CJK compatibility
+#: ideographs, which NFKC maps, and no cased script); the tables below cover planes 0 and 1
+_PLANES_CHECKED = 0x20000
+
+
+def _class(cps: list[int]) -> str:
+    """An RE2 character class of code points ``cps`` (ascending), as ranges."""
+    parts, i = [], 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        parts.append(f"\\x{{{cps[i]:x}}}" + (f"-\\x{{{cps[j]:x}}}" if j > i else ""))
+        i = j + 1
+    return "".join(parts)
+
+
+def _checked_code_points() -> list[int]:
+    return np.r_[0x80:0xD800, 0xE000:_PLANES_CHECKED].tolist()
 
 
 @functools.cache
-def _fold_differs() -> str:
-    """An RE2 class of the code points whose ``str.casefold`` differs from Arrow's ``utf8_lower``.
+def _nfkc_changeable() -> list[int]:
+    """The non-ASCII code points of planes 0 and 1 that NFKC may change in some string: those it
+    changes alone (``NFKC_QC=No``), those of nonzero combining class (reordered), and those that
+    may compose with a character before them (``NFKC_QC=Maybe``: the second character of every
+    two-character canonical decomposition, and Hangul medial vowels and final consonants). A
+    string of other characters only passes the quick check of UAX #15 with "yes": it is in NFKC."""
+    cps = _checked_code_points()
+    sep = "\n"  # a line feed: NFKC changes nothing across it (see normal_form)
+    alone = unicodedata.normalize("NFKC", sep.join(map(chr, cps))).split(sep)
+    assert len(alone) == len(cps)  # no mapping holds a line feed
+    out = {c for c, n in zip(cps, alone) if n != chr(c) or unicodedata.combining(chr(c))}
+    for c in cps:
+        d = unicodedata.decomposition(chr(c)).split()
+        if len(d) == 2 and not d[0].startswith("<"):
+            out.add(int(d[1], 16))
+    out.update(range(0x1161, 0x1176))  # Hangul vowels (V), composed after a leading consonant
+    out.update(range(0x11A8, 0x11C3))  # Hangul final consonants (T), composed after an LV syllable
+    return sorted(c for c in out if c >= 0x80)
+
+
+@functools.cache
+def _needs_python() -> str:
+    """An RE2 class of the characters whose strings (or lines) ``normal_form`` leaves to Python."""
+    cps = sorted(set(_nfkc_changeable()) | set(_fold_differs_cps()))
+    return f"[{_class(cps)}\\x{{{_PLANES_CHECKED:x}}}-\\x{{10ffff}}]"
+
+
+@functools.cache
+def _fold_differs_cps() -> list[int]:
+    """The code points of planes 0 and 1 whose ``str.casefold`` differs from Arrow's ``utf8_lower``.
 
     Both map each character on its own (neither looks at context), so a
-    string without any of these folds the same either way. Only planes 0
-    and 1 are compared (where every cased script lives); any character
-    beyond them counts as differing, so the result stays exact.
+    string without any of these (or of planes 2-16) folds the same either way.
     """
-    cps = np.r_[1:0xD800, 0xE000:0x20000].tolist()
+    cps = np.r_[1:0xD800, 0xE000:_PLANES_CHECKED].tolist()
     joined = "\0".join(map(chr, cps))
     by_arrow = pc.utf8_lower(pa.array([joined], pa.large_string()))[0].as_py().split("\0")
     by_python = joined.casefold().split("\0")
-    differ = "".join(f"\\x{{{c:x}}}" for c, a, b in zip(cps, by_arrow, by_python) if a != b)
-    return f"[{differ}\\x{{20000}}-\\x{{10ffff}}]"
+    return [c for c, a, b in zip(cps, by_arrow, by_python) if a != b]
 
 
 def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
