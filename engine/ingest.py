@@ -336,6 +336,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
     source = "<stdin>" if path == "-" else path
     raw_chunks = read_input(path, opts)  # raises InputError before any write
     t0 = time.perf_counter()
+    _warm_kernels()
     total: IngestResult | None = None
     with index.writer(create_with=create_with or Settings()) as w, ContentPool() as pool:
         settings = w.settings
@@ -354,6 +355,22 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
                 break
     total.seconds = time.perf_counter() - t0
     return total
+
+
+def _warm_kernels() -> None:
+    """Load the tokenizer's compiled code in a daemon thread while the index opens and the first
+    chunk is read: numba's first load in a process (its code generator, then the cached kernel)
+    takes a few tenths of a second, which the first chunks' preparing threads would otherwise wait
+    for. The kernels are the same either way; this only moves when they load."""
+    import threading
+
+    def load() -> None:
+        try:
+            text.analyze(pa.array(["warm up"], pa.large_string()), 0, spans=False)
+        except Exception:  # pragma: no cover - the preparing threads then load it (and report any error)
+            pass
+
+    threading.Thread(target=load, name="neardup-warm", daemon=True).start()
 
 
 def _no_stage(batch_id: int, stage: str) -> None:
