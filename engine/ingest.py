@@ -173,9 +173,7 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
             rejects.append(Reject(sources[i], records[i], f"{why} (url {urls[i]})"))
     mask = pa.array(ok)
     kept_text = cleaned.filter(mask)
-    texts = kept_text.to_pylist()
-    h = xxhash.xxh3_64_intdigest
-    hashes = np.fromiter((h(s.encode("utf-8")) for s in texts), dtype=np.uint64, count=len(texts))
+    hashes = content_hashes(kept_text)
     images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings, timings)
     columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
     columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
@@ -195,6 +193,16 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
         }
     )
     return _Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
+
+
+def content_hashes(texts: pa.Array) -> np.ndarray:
+    """``documents.content_hash`` of each text: XXH3-64 of its UTF-8 bytes, hashed where Arrow holds
+    them (no Python string is made of the text)."""
+    data, offs = text._utf8(texts)
+    view = memoryview(data)
+    h = xxhash.xxh3_64_intdigest
+    bounds = offs.tolist()
+    return np.fromiter((h(view[bounds[i] : bounds[i + 1]]) for i in range(len(texts))), dtype=np.uint64, count=len(texts))
 
 
 class _Versions:

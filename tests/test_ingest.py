@@ -31,6 +31,18 @@ def test_ingest_twice_is_a_noop_the_second_time(tmp_path, index_dir):
     assert s["postings"]["url"] == {int(h): [i + 1] for i, h in enumerate(hash64([f"u{i}" for i in range(5)]))}
 
 
+def test_content_hash_is_xxh3_of_the_stored_text(tmp_path, index_dir):
+    import xxhash
+
+    texts = [words_text(20, i) for i in range(4)] + ["Ünïcödé — text … with ﬁ and 中文 " * 5, "tab\tand\nlines " * 6]
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": t} for i, t in enumerate(texts)])
+    ingest(Index(index_dir), str(src))
+    with Index(index_dir).reader() as con:
+        rows = con.execute("SELECT text, content_hash FROM documents ORDER BY doc_id").fetchall()
+    assert len(rows) == len(texts)
+    assert [int(h) for _, h in rows] == [xxhash.xxh3_64_intdigest(t.encode("utf-8")) for t, _ in rows]
+
+
 @pytest.mark.parametrize("docinfo", [True, False])
 def test_changed_page_becomes_a_new_version(tmp_path, index_dir, monkeypatch, docinfo):
     """Versions come from the postings (``url`` lists and ``val:docinfo`` rows), or from the catalog for
