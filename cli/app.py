@@ -366,6 +366,7 @@ def _write_delimited(result, delim: str) -> None:
     other types by Python's ``str`` per value (as the csv module does); rows that need the csv module's
     quoting (a field holding the delimiter, a quote or a line break, or a lone empty field) are
     written by it."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -390,17 +391,27 @@ def _write_delimited(result, delim: str) -> None:
         careful = pc.or_(careful, pc.equal(pc.binary_length(texts[0]), 0))
     lines = pc.binary_join_element_wise(*texts, pa.scalar(delim, pa.large_string())) if len(texts) > 1 else texts[0]
     redo = pc.indices_nonzero(careful).to_pylist()
-    out = lines.to_pylist()
     if redo:
         buf = io.StringIO()
         again = csv.writer(buf, delimiter=delim, lineterminator="\n")
+        done = []
         for i in redo:
             buf.seek(0)
             buf.truncate()
             again.writerow([c[i].as_py() for c in result.columns])
-            out[i] = buf.getvalue()[:-1]
-    out.append("")
-    sys.stdout.write("\n".join(out))
+            done.append(buf.getvalue()[:-1])
+        lines = pc.replace_with_mask(lines, careful, pa.array(done, pa.large_string()))
+    empty, newline = pa.scalar("", pa.large_string()), pa.scalar("\n", pa.large_string())
+    ended = pc.binary_join_element_wise(lines, empty, newline)  # each line and its line feed
+    _, offsets, data = ended.buffers()
+    bounds = np.frombuffer(offsets, dtype=np.int64)[ended.offset : ended.offset + len(ended) + 1]
+    raw = memoryview(data)[int(bounds[0]) : int(bounds[-1])]
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text-only stream (a StringIO)
+        sys.stdout.write(bytes(raw).decode("utf-8"))
+    else:
+        sys.stdout.flush()
+        out.write(raw)
 
 
 def _note_unrepaired(exc: NeardupError | None) -> None:

@@ -211,7 +211,13 @@ def test_sql_delimited_output_is_what_the_csv_module_writes(table, delim):
     w.writerow(names)
     for r in t.to_pylist():
         w.writerow([r[n] for n in names])
-    got = io.StringIO()
+    got = io.StringIO()  # a text stream, and a byte stream under a text layer (as sys.stdout is)
     with redirect_stdout(got):
         _write_delimited(t, delim)
     assert got.getvalue() == want.getvalue()
+    raw = io.BytesIO()
+    layer = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    with redirect_stdout(layer):
+        _write_delimited(t, delim)
+    layer.flush()
+    assert raw.getvalue().decode("utf-8") == want.getvalue()
