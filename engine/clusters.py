@@ -74,12 +74,23 @@ def _as_arrays(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nd
     return ids, (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), offs
 
 
-def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
-    """``N(q)`` of every new document and the sketches of everyone involved."""
+def _new_sketches(con, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, values, lengths)`` of the bottom-k sketches of documents ``lo..hi`` (from the catalog)."""
     from .pairs.values import _flat, _lists
 
     ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
     flat, lens = _flat(col)
+    return ids, flat, lens
+
+
+def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
+    """``N(q)`` of every new document and the sketches of everyone involved."""
+    return _neighbours_of(con, postings, lo, *_new_sketches(con, lo, hi), settings)
+
+
+def _neighbours_of(con, postings, lo: int, ids: np.ndarray, flat: np.ndarray, lens: np.ndarray,
+                   settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
+    """``_neighbours`` of the new documents' sketches given (``con`` reads older documents only)."""
     a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings,
                      old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)))
     starts = np.concatenate([[0], np.cumsum(lens)])
@@ -139,15 +150,67 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
     return ids
 
 
+class NeighbourSearch:
+    """The concept neighbour search of a batch's new documents, run in a thread of its own while
+    the batch's pairs are found (the two read the same postings and nothing the other writes).
+
+    The new documents' sketches are read from the catalog here, in the batch's transaction; the
+    thread reads older documents' sketches through a connection of its own (they are committed)
+    and the postings; it runs in a copy of the caller's context, so under the same memory plan.
+    ``result()`` waits for ``(N(q), sketches, seconds)``; ``abandon()`` waits and drops it (a
+    batch that fails must not close the catalog under a running search)."""
+
+    def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
+        import contextvars
+        import threading
+
+        ids, flat, lens = _new_sketches(con, lo, hi)
+        self._cur = con.cursor()
+        self._out: tuple | None = None
+        self._exc: BaseException | None = None
+
+        def run() -> None:
+            t = time.perf_counter()
+            try:
+                nb, sk = _neighbours_of(self._cur, postings, lo, ids, flat, lens, settings)
+                self._out = (nb, sk, time.perf_counter() - t)
+            except BaseException as exc:  # raised again by result()
+                self._exc = exc
+
+        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                        name="neardup-concepts", daemon=True)
+        self._thread.start()
+
+    def _join(self) -> None:
+        self._thread.join()
+        self._cur.close()
+
+    def result(self) -> tuple[dict[int, list[int]], dict[int, np.ndarray], float]:
+        self._join()
+        if self._exc is not None:
+            raise self._exc
+        return self._out
+
+    def abandon(self) -> None:
+        self._join()
+
+
 def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
-                    timings: dict | None = None) -> dict[str, int]:
+                    timings: dict | None = None, search: NeighbourSearch | None = None) -> dict[str, int]:
     """Bring the ``concept`` clusters up to date with new documents ``lo..hi`` (``timings``: seconds
-    of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``)."""
+    of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``). With
+    ``search`` (started for these documents), its neighbours: ``clusters: neighbours`` is then the
+    search's own time, spent beside the pairs', and ``clusters: wait`` what was left to wait for."""
     k = settings.support
     timings = timings if timings is not None else {}
     t = time.perf_counter()
-    nb, sk = _neighbours(con, postings, lo, hi, settings)
-    t = lap(timings, "clusters: neighbours", t)
+    if search is not None:
+        nb, sk, seconds = search.result()
+        timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + seconds
+        t = lap(timings, "clusters: wait", t)
+    else:
+        nb, sk = _neighbours(con, postings, lo, hi, settings)
+        t = lap(timings, "clusters: neighbours", t)
     if not nb:
         return {"created": 0, "removed": 0}
     # clusters a new document extends are no longer maximal
@@ -240,12 +303,14 @@ def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
     return {"created": len(found), "removed": len(first_of)}
 
 
-def update(con, postings, lo: int, hi: int, batch_id: int, settings: Settings, timings: dict | None = None) -> dict[str, dict[str, int]]:
-    """Every incremental clustering of the index, for a batch's new documents and pairs."""
+def update(con, postings, lo: int, hi: int, batch_id: int, settings: Settings, timings: dict | None = None,
+           search: NeighbourSearch | None = None) -> dict[str, dict[str, int]]:
+    """Every incremental clustering of the index, for a batch's new documents and pairs (``search``:
+    the concept neighbour search of those documents, started before the pairs)."""
     out = {}
     t0 = time.perf_counter()
     if "concept" in settings.clusters:
-        out["concept"] = update_concepts(con, postings, lo, hi, batch_id, settings, timings)
+        out["concept"] = update_concepts(con, postings, lo, hi, batch_id, settings, timings, search)
     if "components" in settings.clusters:
         out["components"] = update_components(con, batch_id, settings)
     if timings is not None:

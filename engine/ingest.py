@@ -430,9 +430,17 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         if n_added:
             crashpoint("before-pairs")
             stage(batch_id, "pairs")
-            res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+            # the concept neighbours need nothing the pairs find: searched for beside them
+            search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings) \
+                if "concept" in w.settings.clusters else None
+            try:
+                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+            except BaseException:
+                if search is not None:
+                    search.abandon()
+                raise
             stage(batch_id, "clusters")
-            res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+            res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
         con.execute(
             query("catalog", "insert_batch"),
             [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -296,6 +297,7 @@ class LmdbPostings(Postings):
             # space only: the file grows with the pages written)
             self.env.set_mapsize(_headroom(self.env.info()["map_size"]))
         self._dbs: dict[str, object] = {}
+        self._open_lock = threading.Lock()
         from .runs import RunStore
 
         #: the tables of ``RUN_TABLES``, kept as sorted runs in files (``neardup.store.runs``)
@@ -307,6 +309,13 @@ class LmdbPostings(Postings):
         """The LMDB database of ``table``: meta, a value table, or a posting table's main
         (``recent=False``) or recent level."""
         slot = ("r:" if recent else "") + table
+        db = self._dbs.get(slot)
+        if db is None:
+            with self._open_lock:  # LMDB opens a database in one transaction at a time (the concept search reads beside the pairs)
+                return self._open_db(table, slot, create, recent)
+        return db
+
+    def _open_db(self, table: str, slot: str, create: bool, recent: bool):
         db = self._dbs.get(slot)
         if db is None:
             meta = table == _META.decode()
