@@ -183,7 +183,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         b = b_holder[np.repeat(b_start[qv], rep) + _within(rep)]
         n_rows = a.size
         smaller = b < a  # the pair is kept by its larger member only
-        nn = _at_least(_encode(b[smaller], a[smaller]), c)
+        nn = kernels.occurring(_encode(b[smaller], a[smaller]), c)  # the pairs holding c looked-up values
         del a, b, smaller
         on = np.zeros(0, np.uint64)
         if postings is not None:
@@ -196,7 +196,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
             np.cumsum(o_cnt, out=o_start[1:])
             rep = o_cnt[inv]
             n_rows += int(rep.sum())
-            on = _at_least(_encode(old[np.repeat(o_start[inv], rep) + _within(rep)], np.repeat(qd, rep)), c)
+            on = kernels.occurring(_encode(old[np.repeat(o_start[inv], rep) + _within(rep)], np.repeat(qd, rep)), c)
             del which, old, keep, rep
         step = max(1, int(budget * (d1 - a0) / max(n_rows, 1)))
         if nn.size == 0 and on.size == 0:
@@ -229,13 +229,6 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
 def shared_needed(k: int) -> int:
     """How many of its looked-up values a candidate must hold: c = min(SHARED, k)."""
     return min(SHARED, k)
-
-
-def _at_least(codes: np.ndarray, c: int) -> np.ndarray:
-    """The distinct pair codes that occur at least ``c`` times, ascending."""
-    from . import kernels
-
-    return kernels.occurring(codes, c)
 
 
 def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list[int]]:

@@ -145,8 +145,9 @@ def _class(cps: list[int]) -> str:
     return "".join(parts)
 
 
-def _checked_code_points() -> list[int]:
-    return np.r_[0x80:0xD800, 0xE000:_PLANES_CHECKED].tolist()
+def _checked_code_points(first: int = 0x80) -> list[int]:
+    """The code points from ``first`` of planes 0 and 1, surrogates left out."""
+    return np.r_[first:0xD800, 0xE000:_PLANES_CHECKED].tolist()
 
 
 @functools.cache
@@ -184,7 +185,7 @@ def _fold_differs_cps() -> list[int]:
     Both map each character on its own (neither looks at context), so a
     string without any of these (or of planes 2-16) folds the same either way.
     """
-    cps = np.r_[1:0xD800, 0xE000:_PLANES_CHECKED].tolist()
+    cps = _checked_code_points(1)
     joined = "\0".join(map(chr, cps))
     by_arrow = pc.utf8_lower(pa.array([joined], pa.large_string()))[0].as_py().split("\0")
     by_python = joined.casefold().split("\0")
