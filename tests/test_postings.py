@@ -273,3 +273,122 @@ def test_run_ranges_are_the_sorted_search_for_any_queries(keys, queries, fence, 
     lo, hi = kernels.run_ranges(k, k[::fence].copy(), q, fence)
     assert lo.tolist() == np.searchsorted(k, q, "left").tolist()
     assert hi.tolist() == np.searchsorted(k, q, "right").tolist()
+
+
+def _lsh_batch(b: int, pairs) -> dict:
+    keys = np.array([k for k, _ in pairs], dtype=np.uint64)
+    ids = np.array([10 * b + d for _, d in pairs], dtype=np.uint64)
+    return {"lsh": (keys, ids), "url": (keys[::-1].copy(), ids)}
+
+
+def _files_named(lm: LmdbPostings, path) -> tuple[set, set]:
+    named = {f"{t}.{s}{ext}" for t in ("lsh", "url") for s, _ in lm.runs.manifest(t) for ext in (".k", ".i", ".f")}
+    on_disk = {f.name for f in (path / "runs").iterdir()} if (path / "runs").is_dir() else set()
+    return named, on_disk
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 12), st.integers(0, 9)), min_size=1, max_size=30),
+                min_size=1, max_size=12),
+       st.sets(st.integers(0, 11)), st.sampled_from([0, 1, 4]), st.booleans(), st.sampled_from([3, 1 << 22]))
+def test_background_merges_read_as_the_memory_twin(tmp_path_factory, batches, compact_at, inline, finish, block):
+    """With large merges left to the background (``RunStore.compact`` as batches begin, at any
+    batches), the runs read as the in-memory twin after every batch, while a merge is under way
+    and after the store is closed, waiting for it or stopping it; no file is left but those the
+    manifests name."""
+    import neardup.store.runs as runs_mod
+
+    saved = runs_mod.INLINE_MERGE, runs_mod.BLOCK
+    runs_mod.INLINE_MERGE, runs_mod.BLOCK = inline, block
+    path = tmp_path_factory.mktemp("bg")
+    mem, lm = MemoryPostings(), LmdbPostings(path)
+    try:
+        lm.compact()
+        for b, pairs in enumerate(batches, start=1):
+            if b - 1 in compact_at:
+                lm.compact()
+            for store in (mem, lm):
+                store.apply_batch(b, _lsh_batch(b, pairs))
+            assert lm.dump() == mem.dump()
+        lm.close(finish=finish)
+        lm = LmdbPostings(path)
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, path)
+        assert on_disk == named
+    finally:
+        runs_mod.INLINE_MERGE, runs_mod.BLOCK = saved
+        lm.close()
+
+
+def test_a_batch_during_a_background_merge_leaves_the_runs_it_joins_alone(tmp_path, monkeypatch):
+    """While a background merge is held back, batches add runs after the ones it joins (merging only
+    among themselves, inline); the next batch after it finishes puts the merged run in their place."""
+    import threading
+
+    import neardup.store.runs as runs_mod
+
+    gate = threading.Event()
+    merge = runs_mod._merge_blocks
+
+    def held(parts, block, release):  # the background thread's merge waits for the gate
+        if threading.current_thread().name == "neardup-compact":
+            gate.wait(10)
+        yield from merge(parts, block, release)
+
+    monkeypatch.setattr(runs_mod, "_merge_blocks", held)
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
+    try:
+        lm.compact()
+        one = [(7, 0), (3, 1)]
+        for b in (1, 2):  # the second batch's merge is due, not done
+            for store in (mem, lm):
+                store.apply_batch(b, _lsh_batch(b, one))
+        assert [n for _, n in lm.runs.manifest("lsh")] == [2, 2]
+        lm.compact()  # the due merge starts, and waits at the gate
+        monkeypatch.setattr(runs_mod, "INLINE_MERGE", 100)  # from now on every merge the policy makes is inline
+        group = lm.runs.manifest("lsh")
+        for b in (3, 4, 5):
+            for store in (mem, lm):
+                store.apply_batch(b, _lsh_batch(b, one))
+            runs = lm.runs.manifest("lsh")
+            assert runs[:2] == group  # untouched while the merge holds them
+            assert lm.dump() == mem.dump()
+        assert [n for _, n in lm.runs.manifest("lsh")][2:] == [6]  # 2, then 2+2, then 4+2: not with the held runs
+        gate.set()
+        lm.runs._job.thread.join()
+        for store in (mem, lm):
+            store.apply_batch(6, _lsh_batch(6, one))
+        assert [n for _, n in lm.runs.manifest("lsh")] == [4, 6, 2]
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, tmp_path / "p")
+        assert on_disk == named
+    finally:
+        gate.set()
+        lm.close()
+
+
+def test_a_stopped_background_merge_leaves_the_runs_as_they_were(tmp_path, monkeypatch):
+    """Closing without waiting (an ingest that failed) stops the merge between blocks and removes
+    what it wrote; the runs it was joining are all still there and read the same."""
+    import neardup.store.runs as runs_mod
+
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    monkeypatch.setattr(runs_mod, "BLOCK", 4)
+    mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
+    batch = [(k, k % 10) for k in range(40)]
+    for b in (1, 2):
+        for store in (mem, lm):
+            store.apply_batch(b, _lsh_batch(b, batch))
+    before = lm.runs.manifest("lsh")
+    lm.runs._compact = lambda job: (job.stop.set(), runs_mod.RunStore._compact(lm.runs, job))  # told to stop at once
+    lm.compact()
+    lm.close(finish=False)
+    lm = LmdbPostings(tmp_path / "p")
+    try:
+        assert lm.runs.manifest("lsh") == before
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, tmp_path / "p")
+        assert on_disk == named
+    finally:
+        lm.close()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -306,7 +307,8 @@ class Writer:
         caller is already reporting one)."""
         postings, con = self.postings, self.con
         self.postings = self.con = None
-        for closing in ([postings.close] if postings is not None else []) + ([con.close] if con is not None else []):
+        close_postings = functools.partial(postings.close, finish=not quiet) if postings is not None else None
+        for closing in ([close_postings] if postings is not None else []) + ([con.close] if con is not None else []):
             try:
                 closing()
             except Exception:
@@ -321,6 +323,8 @@ class Writer:
             fh.write(f"{kind} {os.getpid()}")
             fh.flush()
             os.fsync(fh.fileno())
+        if kind == "batch" and self.postings is not None:
+            self.postings.compact()  # due run merges go on beside the batch
 
     def finish_batch(self, batch_id: int | None, postings: dict[str, tuple[np.ndarray, np.ndarray]] | None,
                      timings: dict[str, float] | None = None) -> None:

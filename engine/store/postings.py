@@ -173,7 +173,10 @@ class Postings:
         """Everything, as plain Python (tests and consistency checks only)."""
         raise NotImplementedError
 
-    def close(self) -> None:
+    def compact(self) -> None:
+        """Merge stored runs in the background from now on, where the store keeps runs."""
+
+    def close(self, finish: bool = True) -> None:
         pass
 
 
@@ -629,6 +632,7 @@ class LmdbPostings(Postings):
         mains = {t: self._db(t, create=True) for t in lists if t not in RUN_TABLES}
         top = 0
         with self.env.begin(write=True) as txn:
+            self.runs.install(txn, meta)  # what a background merge finished since the last batch
             for table, (ids, vals) in values.items():
                 if table[len(VALUES) :] in ROW_TABLES:
                     self._put_rows(txn, dbs[table], ids, vals, table)
@@ -666,6 +670,7 @@ class LmdbPostings(Postings):
     def remove_batch(self, batch_id, removed, added=None, max_doc_id=0):
         if batch_id <= self.applied_batch():
             return
+        self.runs.settle(wait=True)  # a delete rewrites runs: none may be in a background merge
         while True:
             try:
                 self._remove(batch_id, removed, added or {}, max_doc_id)
@@ -769,9 +774,17 @@ class LmdbPostings(Postings):
                 out[name] = vals
         return dict(sorted(out.items()))
 
-    def close(self) -> None:
-        self.runs.close()
-        self.env.close()
+    def compact(self) -> None:
+        """Large run merges from now on in the background (``RunStore.compact``); starts those due."""
+        self.runs.compact()
+
+    def close(self, finish: bool = True) -> None:
+        """Close; a background merge is waited for and kept (``finish``) or stopped and dropped."""
+        try:
+            self.runs.settle(wait=finish)
+        finally:
+            self.runs.close()
+            self.env.close()
 
 
 def _headroom(map_size: int) -> int:

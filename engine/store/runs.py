@@ -19,6 +19,17 @@ and a batch's entries that join a merge are never written alone. Merging
 reads blocks of about ``BLOCK`` entries in all, so it holds a few blocks,
 never a whole run.
 
+**Large merges in the background.** While an ingest runs (``compact``, called as each batch
+begins), a merge that would join older runs holding more than ``INLINE_MERGE`` times the batch's
+entries is not done in the batch's transaction: the batch's run is written alone and the merge is
+left due. The next batch to begin starts the due merges in a thread of their own, which reads the
+runs (immutable files) and writes the merged run under a sequence number reserved for it; a later
+batch's transaction (or the command's end, which waits for the thread) puts it in the manifest in
+place of the runs it joins, which stay untouched meanwhile (the batches' own small merges only
+take runs newer than them). So no batch pays for rewriting the whole table at once, and a merge
+due after a command's last batch is done by the next command, beside its first batch. A crash or
+an error leaves the merged files unnamed by any manifest; the next writer removes them.
+
 **Lookups** of many keys at once (sorted, distinct) search each run's fence
 keys, then its keys (compiled binary search over the memory-mapped file),
 and gather the ids of the ranges found: no Python object per key or entry.
@@ -49,6 +60,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +76,9 @@ FENCE = 512
 MERGE_RATIO = 2
 #: entries read per block while merging
 BLOCK = 1 << 22
+#: with background compaction on, a batch merges in its own transaction only runs holding at most
+#: this many times its entries; a larger merge is left to the background (``RunStore.compact``)
+INLINE_MERGE = 4
 _KEY = np.dtype("<u8")
 _ID = np.dtype("<u4")
 _MANIFEST = b"runs/"
@@ -101,6 +116,28 @@ def _check_ids(ids: np.ndarray, table: str) -> None:
         raise ValueError(f"posting {table}: doc ids beyond 2^32 are not supported by the runs")
 
 
+class _Stopped(Exception):
+    """A background merge was told to stop."""
+
+
+class _Compaction:
+    """One background job: the due merge of each table (its runs, oldest first, and the sequence
+    number reserved for the merged run), merged one table after the other in a thread."""
+
+    def __init__(self, groups: dict[str, tuple[list[tuple[int, int]], int]]):
+        self.groups = groups
+        #: tables whose merged run is written and synced: table -> (seq, entries)
+        self.done: dict[str, tuple[int, int]] = {}
+        #: tables put in the manifest by the write transaction now open
+        self.staged: list[str] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def finished(self) -> bool:
+        return self.thread is None or not self.thread.is_alive()
+
+
 class RunStore:
     """The runs of ``RUN_TABLES`` of one postings folder; ``meta`` is the LMDB meta database."""
 
@@ -113,6 +150,9 @@ class RunStore:
         #: files a committed write replaced: removed by ``after_commit``
         self._replaced: list[str] = []
         self._pending: list[str] = []
+        #: large merges left to a background thread (on once ``compact`` has been called)
+        self.background = False
+        self._job: _Compaction | None = None
 
     # -- manifest ---------------------------------------------------------
     def manifest(self, table: str, txn=None) -> list[tuple[int, int]]:
@@ -164,9 +204,10 @@ class RunStore:
         base = self.dir / self._name(table, seq)
         return [base.with_name(base.name + ext) for ext in (".k", ".i", ".f")]
 
-    def _write_files(self, table: str, seq: int, keys_parts, n: int) -> None:
+    def _write_files(self, table: str, seq: int, keys_parts, n: int, pending: bool = True) -> None:
         """Write a run from ``keys_parts``: an iterable of ``(keys, ids)`` blocks in order (``n`` entries
-        in all), each file synced and renamed into place."""
+        in all), each file synced and renamed into place (and, with ``pending``, removed if the
+        write transaction does not commit)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         kf, idf, ff = self._files(table, seq)
         tmp = [p.with_name(p.name + ".tmp") for p in (kf, idf, ff)]
@@ -190,7 +231,8 @@ class RunStore:
             os.fsync(ff_.fileno())
         for t, final in zip(tmp, (kf, idf, ff)):
             os.replace(t, final)
-        self._pending.append(self._name(table, seq))
+        if pending:
+            self._pending.append(self._name(table, seq))
         fd = os.open(self.dir, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -202,23 +244,18 @@ class RunStore:
         name = self._name(table, seq)
         got = self._maps.get(name)
         if got is None:
-            kf, idf, ff = self._files(table, seq)
-            keys = np.memmap(kf, dtype=_KEY, mode="r", shape=(n,)) if n else np.zeros(0, _KEY)
-            ids = np.memmap(idf, dtype=_ID, mode="r", shape=(n,)) if n else np.zeros(0, _ID)
-            fences = np.fromfile(ff, dtype=_KEY)
-            got = self._maps[name] = (keys, ids, fences)
+            got = self._maps[name] = self._map(table, seq, n)
         return got
+
+    def _map(self, table: str, seq: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        kf, idf, ff = self._files(table, seq)
+        keys = np.memmap(kf, dtype=_KEY, mode="r", shape=(n,)) if n else np.zeros(0, _KEY)
+        ids = np.memmap(idf, dtype=_ID, mode="r", shape=(n,)) if n else np.zeros(0, _ID)
+        return keys, ids, np.fromfile(ff, dtype=_KEY)
 
     def release(self) -> None:
         """Unmap the pages of every open run from this process (they stay in the page cache)."""
-        for keys, ids, _ in self._maps.values():
-            for a in (keys, ids):
-                mm = getattr(a, "_mmap", None)
-                if mm is not None:
-                    try:
-                        mm.madvise(mmap.MADV_DONTNEED)
-                    except (OSError, ValueError, AttributeError):
-                        pass
+        _release(self._maps.values())
 
     def close(self) -> None:
         self._maps.clear()
@@ -280,7 +317,11 @@ class RunStore:
             return
         _check_ids(ids, table)
         runs = self.manifest(table, txn)
-        j = merge_count([n for _, n in runs] + [int(keys.size)])
+        # runs a background merge is joining are left to it: only newer ones merge here
+        free = runs[self._busy_end(table, runs) :]
+        j = merge_count([n for _, n in free] + [int(keys.size)])
+        if self.background and sum(n for _, n in free[len(free) - (j - 1) :]) > INLINE_MERGE * keys.size:
+            j = 1  # too large for the batch's transaction: due, for the next background job
         seq = self._next_seq(txn, db)
         if j == 1:
             self._write_files(table, seq, [(keys, ids)], keys.size)
@@ -323,39 +364,137 @@ class RunStore:
 
     def _merged_many(self, table: str, runs: list[tuple[int, int]], keys: np.ndarray, ids: np.ndarray):
         """The entries of ``runs`` (oldest first) and then of ``keys``/``ids`` (the newest, in
-        memory) in key order, the older first on equal keys, in blocks: each ends on a key boundary
-        of the largest run (about ``BLOCK`` of its entries) and takes every other run's entries up to
-        that key; a block's parts are laid end to end, oldest first, and sorted stably by key (a
-        merge of presorted parts)."""
+        memory) in key order, in blocks of about ``BLOCK`` entries (``_merge_blocks``)."""
         parts = [self._open(table, s_, n)[:2] for s_, n in runs] + [(keys, ids)]
-        big = max(range(len(parts)), key=lambda p: parts[p][0].size)
-        at = [0] * len(parts)
-        bk = parts[big][0]
-        step = max(1, BLOCK * bk.size // sum(pk.size for pk, _ in parts))  # about BLOCK entries a block in all
-        done = False
-        while not done:
-            stop = min(bk.size, at[big] + step)
-            ends = [pk.size for pk, _ in parts]
-            if stop < bk.size:
-                last = bk[stop - 1]
-                ends = [int(np.searchsorted(pk[a:], last, side="right")) + a for (pk, _), a in zip(parts, at)]
-            done = ends[big] >= bk.size
-            if done:  # the largest run ends in this block: every run's rest with it
-                ends = [pk.size for pk, _ in parts]
-            k = np.concatenate([np.asarray(pk[a:e], dtype=np.uint64) for (pk, _), a, e in zip(parts, at, ends)])
-            i = np.concatenate([np.asarray(pi[a:e], dtype=_ID) for (_, pi), a, e in zip(parts, at, ends)])
-            order = np.argsort(k, kind="stable")
-            yield k[order], i[order]
-            at = ends
-            self.release()
+        return _merge_blocks(parts, BLOCK, self.release)
+
+    # -- background compaction ----------------------------------------------
+    def compact(self) -> None:
+        """Turn background compaction on and start the due merges (each table's runs that the merge
+        policy joins, ``merge_count``) in a thread, unless a job is still in hand. Called when a
+        batch begins, outside any write transaction."""
+        if self.readonly:
+            return
+        self.background = True
+        if self._job is not None or self.meta() is None:
+            return
+        due = {}
+        for table in self.tables():
+            runs = self.manifest(table)
+            j = merge_count([n for _, n in runs])
+            if j > 1:
+                due[table] = runs[len(runs) - j :]
+        if not due:
+            return
+        db = self.meta()
+        with self.env.begin(write=True) as txn:  # sequence numbers reserved for the merged runs
+            groups = {t: (g, self._next_seq(txn, db)) for t, g in sorted(due.items())}
+        job = self._job = _Compaction(groups)
+        job.thread = threading.Thread(target=self._compact, args=(job,), name="neardup-compact", daemon=True)
+        job.thread.start()
+
+    def _compact(self, job: _Compaction) -> None:
+        """The thread: merge each table's group from its own maps of the files, a block at a time."""
+        maps: list = []
+
+        def release() -> None:
+            _release(maps)
+            if job.stop.is_set():
+                raise _Stopped
+
+        try:
+            for table, (group, seq) in job.groups.items():
+                maps = [self._map(table, s_, n) for s_, n in group]
+                total = sum(n for _, n in group)
+                self._write_files(table, seq, _merge_blocks([m[:2] for m in maps], BLOCK // 4, release), total, pending=False)
+                job.done[table] = (seq, total)
+                maps = []
+        except BaseException as exc:  # noqa: BLE001 - reported through the job; the runs stay as they are
+            job.error = exc
+
+    def _busy_end(self, table: str, runs: list[tuple[int, int]]) -> int:
+        """Where the runs newer than those a background merge of ``table`` joins begin (0: none)."""
+        job = self._job
+        if job is None or table not in job.groups or table in job.staged:
+            return 0
+        last = job.groups[table][0][-1]
+        return runs.index(last) + 1 if last in runs else 0
+
+    def install(self, txn, db) -> None:
+        """In the write transaction ``txn``: put each merged run the background job has finished in
+        its table's manifest, in place of the runs it joins (their files go after the commit)."""
+        job = self._job
+        if job is None:
+            return
+        for table, (seq, total) in list(job.done.items()):
+            if table in job.staged:
+                continue
+            group = job.groups[table][0]
+            runs = self.manifest(table, txn)
+            at = runs.index(group[0]) if group[0] in runs else -1
+            if at < 0 or runs[at : at + len(group)] != group:  # not while the job holds them: dropped if so
+                del job.done[table]
+                for f in self._files(table, seq):
+                    f.unlink(missing_ok=True)
+                continue
+            runs[at : at + len(group)] = [(seq, total)]
+            self._set_manifest(txn, db, table, runs)
+            self._replaced += [self._name(table, s_) for s_, _ in group]
+            job.staged.append(table)
+
+    def settle(self, wait: bool) -> None:
+        """End the background job: with ``wait``, let it finish and put what it merged in the
+        manifest (a write transaction of its own); otherwise stop it. Files not put in a manifest
+        are removed. Called outside any write transaction."""
+        job = self._job
+        if job is None:
+            return
+        if not wait:
+            job.stop.set()
+        if job.thread is not None:
+            job.thread.join()
+        if wait and job.done:
+            db = self.meta()
+            try:
+                with self.env.begin(write=True) as txn:
+                    self.install(txn, db)
+            except BaseException:
+                self._replaced = []
+                job.staged = []
+                raise
+            finally:
+                if job.staged:
+                    self.after_commit()
+        self._drop_job()
+
+    def _drop_job(self) -> None:
+        """Forget the job, removing the files of its merges that no manifest names."""
+        job, self._job = self._job, None
+        if job is None:
+            return
+        for table, (_, seq) in job.groups.items():
+            if table in job.staged:
+                continue
+            for f in self._files(table, seq):
+                for p in (f, f.with_name(f.name + ".tmp")):
+                    p.unlink(missing_ok=True)
 
     def after_commit(self) -> None:
         """The write transaction committed: remove the files its merges and deletes replaced."""
         self._unlink(self._replaced)
+        job = self._job
+        if job is not None and job.staged:
+            for table in job.staged:
+                del job.groups[table], job.done[table]
+            job.staged = []
+            if not job.groups or (job.finished() and not job.done):
+                self._drop_job()
 
     def after_abort(self) -> None:
         """The write transaction was not committed: the files it wrote are not named by any manifest."""
         self._unlink(self._pending)
+        if self._job is not None:
+            self._job.staged = []
 
     def _unlink(self, names: list[str]) -> None:
         for name in names:
@@ -363,3 +502,43 @@ class RunStore:
             for ext in (".k", ".i", ".f"):
                 (self.dir / (name + ext)).unlink(missing_ok=True)
         self._replaced, self._pending = [], []
+
+
+def _release(maps) -> None:
+    """Unmap the pages of runs mapped as ``(keys, ids, fences)`` (they stay in the page cache)."""
+    for keys, ids, _ in maps:
+        for a in (keys, ids):
+            mm = getattr(a, "_mmap", None)
+            if mm is not None:
+                try:
+                    mm.madvise(mmap.MADV_DONTNEED)
+                except (OSError, ValueError, AttributeError):
+                    pass
+
+
+def _merge_blocks(parts: list, block: int, release):
+    """The entries of ``parts`` (``(keys, ids)`` runs, oldest first) in key order, the older first on
+    equal keys, in blocks: each ends on a key boundary of the largest run (about ``block`` entries
+    in all) and takes every other run's entries up to that key; a block's parts are laid end to
+    end, oldest first, and sorted stably by key (a merge of presorted parts). ``release`` is called
+    after each block."""
+    big = max(range(len(parts)), key=lambda p: parts[p][0].size)
+    at = [0] * len(parts)
+    bk = parts[big][0]
+    step = max(1, block * bk.size // sum(pk.size for pk, _ in parts))
+    done = False
+    while not done:
+        stop = min(bk.size, at[big] + step)
+        ends = [pk.size for pk, _ in parts]
+        if stop < bk.size:
+            last = bk[stop - 1]
+            ends = [int(np.searchsorted(pk[a:], last, side="right")) + a for (pk, _), a in zip(parts, at)]
+        done = ends[big] >= bk.size
+        if done:  # the largest run ends in this block: every run's rest with it
+            ends = [pk.size for pk, _ in parts]
+        k = np.concatenate([np.asarray(pk[a:e], dtype=np.uint64) for (pk, _), a, e in zip(parts, at, ends)])
+        i = np.concatenate([np.asarray(pi[a:e], dtype=_ID) for (_, pi), a, e in zip(parts, at, ends)])
+        order = np.argsort(k, kind="stable")
+        yield k[order], i[order]
+        at = ends
+        release()
