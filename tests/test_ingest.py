@@ -210,6 +210,40 @@ def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_p
     assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
 
 
+def test_merges_left_to_the_background_give_the_postings_a_rebuild_derives(tmp_path, monkeypatch):
+    """Every run merge left to the background thread (``INLINE_MERGE`` 0), an input in many batches:
+    the same pairs and clusters as one batch, postings equal to those re-derived from the catalog,
+    and no run file but those the manifests name."""
+    import neardup.readers.base as base
+    import neardup.store.runs as runs_mod
+    from neardup.store.postings import LmdbPostings
+
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    whole = tmp_path / "whole"
+    ingest(Index(whole), src)
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    sliced = tmp_path / "sliced"
+    res = ingest(Index(sliced), src, batch_mb=0.2)
+    assert len(res.batch_ids) > 4
+    assert _by_url(sliced) == _by_url(whole)
+    p = LmdbPostings(Index(sliced).postings_path, readonly=True)
+    try:
+        kept = p.dump()
+        runs = {f"{t}.{s_}" for t in p.runs.tables() for s_, _ in p.runs.manifest(t)}
+        assert len(runs) < len(res.batch_ids) * len(p.runs.tables())  # some merges were done
+    finally:
+        p.close()
+    assert {f.name.rsplit(".", 1)[0] for f in (Index(sliced).postings_path / "runs").iterdir()} == runs
+    with Index(sliced).writer(rebuild_postings=True):
+        pass
+    p = LmdbPostings(Index(sliced).postings_path, readonly=True)
+    try:
+        assert p.dump() == kept
+    finally:
+        p.close()
+
+
 def test_each_batch_reports_its_stages_in_order(tmp_path, monkeypatch):
     import neardup.readers.base as base
     from neardup.ingest import STAGES
