@@ -29,6 +29,9 @@ POINTS = (
 )
 #: Crash points only ``neardup rebuild`` passes (it passes "batch-start" and "lmdb-mid-write" too).
 REBUILD_POINTS = ("rebuild-postings-done",)
+#: A crash point of the background run merges (after each block a merge writes), reached only
+#: while a merge is due (``neardup.store.runs``).
+COMPACT_POINT = "compact-block"
 
 
 _NAME, _, _NTH = (_TARGET or "").partition("@")

@@ -222,3 +222,43 @@ def test_kill_a_delete_at_random_times(tmp_path):
         outcomes.append(_killed_after(tmp_path / f"t{k}", base, delay, before, after, "delete", "--batch", "2"))
     # the delete takes seconds (about 3 on a quiet machine): the first kill lands before its commit
     assert outcomes[0] == "before", outcomes
+
+
+def test_kill_during_a_background_run_merge_leaves_the_index_before_or_after(tmp_path, monkeypatch):
+    """An index left with a run merge due (every merge left to the background while it was built):
+    the next ingest starts it beside its batch, and a kill while it writes leaves the index as
+    before or after that batch; the next writer removes the merge's files and a rerun converges."""
+    import neardup.readers.base as base_mod
+    import neardup.store.runs as runs_mod
+    from neardup.faults import COMPACT_POINT
+    from neardup.store.postings import LmdbPostings
+
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    monkeypatch.setattr(base_mod, "CHUNK_RECORDS", 16)
+    base = tmp_path / "base"
+    ingest(Index(base), BATCH, batch_mb=0.2)
+    ingest(Index(base), str(FIXTURES / "generated" / "corpus.jsonl"))  # a batch as large as the runs before it
+    p = LmdbPostings(Index(base).postings_path, readonly=True)
+    try:
+        assert any(runs_mod.merge_count([n for _, n in p.runs.manifest(t)]) > 1 for t in p.runs.tables())
+    finally:
+        p.close()
+    more = str(FIXTURES / "text" / "docs.jsonl")
+    before = snapshot(base)
+    ref = tmp_path / "ref"
+    shutil.copytree(base, ref)
+    ingest(Index(ref), more)
+    after = snapshot(ref)
+    trial = tmp_path / "trial"
+    shutil.copytree(base, trial)
+    p = run_cli("ingest", "--quiet", "--index", str(trial), more, env={"NEARDUP_CRASH_AT": COMPACT_POINT})
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    assert snapshot(trial) in (before, after)
+    ingest(Index(trial), more)
+    assert content(snapshot(trial)) == content(after)
+    p = LmdbPostings(Index(trial).postings_path, readonly=True)
+    try:
+        named = {f"{t}.{s_}" for t in p.runs.tables() for s_, _ in p.runs.manifest(t)}
+    finally:
+        p.close()
+    assert {f.name.rsplit(".", 1)[0] for f in (Index(trial).postings_path / "runs").iterdir()} == named

@@ -395,10 +395,13 @@ class RunStore:
 
     def _compact(self, job: _Compaction) -> None:
         """The thread: merge each table's group from its own maps of the files, a block at a time."""
+        from ..faults import crashpoint
+
         maps: list = []
 
         def release() -> None:
             _release(maps)
+            crashpoint("compact-block")
             if job.stop.is_set():
                 raise _Stopped
 
