@@ -86,3 +86,40 @@ def parse_size(text: str) -> int:
     if m is None or unit not in _UNITS:
         raise ValueError(f"{text!r} is not a size: give a number with a unit, e.g. 2GB, 1.5GiB or 750MB")
     return int(float(m.group(1)) * _UNITS[unit])
+
+
+#: glibc ``mallopt`` parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+#: free memory at the top of the heap a process keeps for reuse (above it, the top is returned)
+KEEP_FREED = 1 << 30
+
+
+def keep_freed_memory() -> bool:
+    """Let this process reuse the memory it frees instead of handing it back to the kernel at once.
+
+    A batch allocates and frees arrays of tens to hundreds of MB many times
+    (shingle hashes, sketches, candidate rows, pair codes). glibc serves each
+    large one with a fresh ``mmap`` and unmaps it when freed, so every one
+    costs page faults and the kernel's zeroing of every page again; Arrow's
+    default pool (mimalloc) returns freed pages within milliseconds too. On
+    the real site's 22,000 pages that zeroing was a fifth of the ingest's CPU
+    (``perf``: ``clear_page_erms`` 20% of the samples) and 3% with this
+    (docs/benchmarks.md). Here glibc's large blocks come from its heap
+    (``M_MMAP_MAX`` 0), which keeps up to ``KEEP_FREED`` of free memory at its
+    top (``M_TRIM_THRESHOLD``), and Arrow allocates through the same malloc.
+    For a process that runs one command (the CLI), set before it allocates;
+    returns False where the C library has no ``mallopt`` (not glibc), which
+    changes nothing else."""
+    import ctypes
+
+    import pyarrow as pa
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    ok = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, KEEP_FREED))
+    pa.set_memory_pool(pa.system_memory_pool())
+    return ok
