@@ -92,7 +92,7 @@ def parse_size(text: str) -> int:
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 #: free memory at the top of the heap a process keeps for reuse (above it, the top is returned)
-KEEP_FREED = 1 << 30
+KEEP_FREED = 256 << 20
 
 
 def keep_freed_memory() -> bool:
