@@ -716,9 +716,6 @@ _register_query(app)
 
 
 def main() -> None:
-    from neardup.memory import keep_freed_memory
-
-    keep_freed_memory()  # one command a process: freed memory is reused, not faulted in again
     try:
         app()
     except SystemExit as done:

@@ -96,20 +96,3 @@ def test_cli_memory_option(tmp_path):
 
 def test_default_batch_size_is_unchanged():
     assert memory.MemoryPlan().scaled(int(DEFAULT_BATCH_MB * 1e6)) == int(DEFAULT_BATCH_MB * 1e6)
-
-
-def test_the_cli_process_keeps_freed_memory_for_reuse():
-    """``keep_freed_memory`` (called first by the CLI): glibc's mallopt takes both settings and Arrow
-    allocates through the same malloc; a second call changes nothing."""
-    import platform
-
-    import pyarrow as pa
-
-    from neardup.memory import keep_freed_memory
-
-    glibc = platform.libc_ver()[0] == "glibc"
-    assert keep_freed_memory() is glibc
-    assert pa.default_memory_pool().backend_name == "system"
-    assert keep_freed_memory() is glibc
-    a = pa.array(["x" * 1000] * 1000)  # allocations still work through it
-    assert pa.compute.utf8_length(a).to_pylist() == [1000] * 1000
