@@ -392,3 +392,33 @@ def test_a_stopped_background_merge_leaves_the_runs_as_they_were(tmp_path, monke
         assert on_disk == named
     finally:
         lm.close()
+
+
+def test_a_background_merge_that_fails_is_reported_at_the_end_and_changes_nothing(tmp_path, monkeypatch):
+    """A merge thread that fails (here: no room to write) leaves the runs it would have merged, its
+    files are removed, and closing the store raises its error."""
+    import neardup.store.runs as runs_mod
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
+    lm.compact()
+    for b in (1, 2):
+        for store in (mem, lm):
+            store.apply_batch(b, _lsh_batch(b, [(5, 0), (9, 1)]))
+    before = lm.runs.manifest("lsh")
+    monkeypatch.setattr(lm.runs, "_write_files", full)
+    lm.compact()
+    lm.runs._job.thread.join()
+    with pytest.raises(OSError, match="No space"):
+        lm.close()
+    lm = LmdbPostings(tmp_path / "p")
+    try:
+        assert lm.runs.manifest("lsh") == before
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, tmp_path / "p")
+        assert on_disk == named
+    finally:
+        lm.close()

@@ -412,7 +412,9 @@ class RunStore:
                 self._write_files(table, seq, _merge_blocks([m[:2] for m in maps], BLOCK // 4, release), total, pending=False)
                 job.done[table] = (seq, total)
                 maps = []
-        except BaseException as exc:  # noqa: BLE001 - reported through the job; the runs stay as they are
+        except _Stopped:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - raised by settle; the runs stay as they are meanwhile
             job.error = exc
 
     def _busy_end(self, table: str, runs: list[tuple[int, int]]) -> int:
@@ -447,8 +449,9 @@ class RunStore:
 
     def settle(self, wait: bool) -> None:
         """End the background job: with ``wait``, let it finish and put what it merged in the
-        manifest (a write transaction of its own); otherwise stop it. Files not put in a manifest
-        are removed. Called outside any write transaction."""
+        manifest (a write transaction of its own), then raise the error that stopped it if one did
+        (a full disk: the runs are still those it would have merged); otherwise stop it. Files not
+        put in a manifest are removed. Called outside any write transaction."""
         job = self._job
         if job is None:
             return
@@ -469,6 +472,8 @@ class RunStore:
                 if job.staged:
                     self.after_commit()
         self._drop_job()
+        if wait and job.error is not None:
+            raise job.error
 
     def _drop_job(self) -> None:
         """Forget the job, removing the files of its merges that no manifest names."""
