@@ -368,6 +368,18 @@ def test_a_batch_during_a_background_merge_leaves_the_runs_it_joins_alone(tmp_pa
         lm.close()
 
 
+def _assert_runs_as_before(path, before, mem) -> None:
+    """Reopened, the ``lsh`` runs are ``before``, read as the twin ``mem``, with no other file."""
+    lm = LmdbPostings(path)
+    try:
+        assert lm.runs.manifest("lsh") == before
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, path)
+        assert on_disk == named
+    finally:
+        lm.close()
+
+
 def test_a_stopped_background_merge_leaves_the_runs_as_they_were(tmp_path, monkeypatch):
     """Closing without waiting (an ingest that failed) stops the merge between blocks and removes
     what it wrote; the runs it was joining are all still there and read the same."""
@@ -384,14 +396,7 @@ def test_a_stopped_background_merge_leaves_the_runs_as_they_were(tmp_path, monke
     lm.runs._compact = lambda job: (job.stop.set(), runs_mod.RunStore._compact(lm.runs, job))  # told to stop at once
     lm.compact()
     lm.close(finish=False)
-    lm = LmdbPostings(tmp_path / "p")
-    try:
-        assert lm.runs.manifest("lsh") == before
-        assert lm.dump() == mem.dump()
-        named, on_disk = _files_named(lm, tmp_path / "p")
-        assert on_disk == named
-    finally:
-        lm.close()
+    _assert_runs_as_before(tmp_path / "p", before, mem)
 
 
 def test_a_background_merge_that_fails_is_reported_at_the_end_and_changes_nothing(tmp_path, monkeypatch):
@@ -414,11 +419,4 @@ def test_a_background_merge_that_fails_is_reported_at_the_end_and_changes_nothin
     lm.runs._job.thread.join()
     with pytest.raises(OSError, match="No space"):
         lm.close()
-    lm = LmdbPostings(tmp_path / "p")
-    try:
-        assert lm.runs.manifest("lsh") == before
-        assert lm.dump() == mem.dump()
-        named, on_disk = _files_named(lm, tmp_path / "p")
-        assert on_disk == named
-    finally:
-        lm.close()
+    _assert_runs_as_before(tmp_path / "p", before, mem)
