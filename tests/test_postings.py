@@ -420,3 +420,52 @@ def test_a_background_merge_that_fails_is_reported_at_the_end_and_changes_nothin
     with pytest.raises(OSError, match="No space"):
         lm.close()
     _assert_runs_as_before(tmp_path / "p", before, mem)
+
+
+def test_a_table_merged_in_the_background_is_installed_while_the_next_one_is_merging(tmp_path, monkeypatch):
+    """The thread merges ``lsh`` then ``url``; a batch puts ``lsh``'s merged run in place while ``url``'s
+    merge is held back, and ``url``'s follows after (the job's tables change under the thread)."""
+    import threading
+
+    import neardup.store.runs as runs_mod
+
+    gate, calls = threading.Event(), []
+    merge = runs_mod._merge_blocks
+
+    def held(parts, block, release):  # the thread's second table waits for the gate
+        if threading.current_thread().name == "neardup-compact":
+            calls.append(1)
+            if len(calls) == 2:
+                gate.wait(10)
+        yield from merge(parts, block, release)
+
+    monkeypatch.setattr(runs_mod, "_merge_blocks", held)
+    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
+    try:
+        lm.compact()
+        one = [(7, 0), (3, 1)]
+        for b in (1, 2):
+            for store in (mem, lm):
+                store.apply_batch(b, _lsh_batch(b, one))
+        lm.compact()
+        for _ in range(1000):  # until lsh's merged run is written
+            if "lsh" in lm.runs._job.done:
+                break
+            threading.Event().wait(0.01)
+        for store in (mem, lm):
+            store.apply_batch(3, _lsh_batch(3, one))
+        assert [n for _, n in lm.runs.manifest("lsh")] == [4, 2]  # installed
+        assert [n for _, n in lm.runs.manifest("url")] == [2, 2, 2]  # still merging
+        gate.set()
+        lm.close()  # waits for url's merge, raising anything the thread met
+        lm = LmdbPostings(tmp_path / "p")
+        assert [n for _, n in lm.runs.manifest("url")] == [4, 2] == [n for _, n in lm.runs.manifest("lsh")]
+        assert lm.dump() == mem.dump()
+        named, on_disk = _files_named(lm, tmp_path / "p")
+        assert on_disk == named
+        lm.close()
+    finally:
+        gate.set()
+        if lm.runs._job is not None:
+            lm.close()

@@ -406,7 +406,7 @@ class RunStore:
                 raise _Stopped
 
         try:
-            for table, (group, seq) in job.groups.items():
+            for table, (group, seq) in list(job.groups.items()):  # a batch may install and drop one meanwhile
                 maps = [self._map(table, s_, n) for s_, n in group]
                 total = sum(n for _, n in group)
                 self._write_files(table, seq, _merge_blocks([m[:2] for m in maps], BLOCK // 4, release), total, pending=False)
