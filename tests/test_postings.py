@@ -320,23 +320,34 @@ def test_background_merges_read_as_the_memory_twin(tmp_path_factory, batches, co
         lm.close()
 
 
-def test_a_batch_during_a_background_merge_leaves_the_runs_it_joins_alone(tmp_path, monkeypatch):
-    """While a background merge is held back, batches add runs after the ones it joins (merging only
-    among themselves, inline); the next batch after it finishes puts the merged run in their place."""
+def _hold_background_merge(monkeypatch, nth: int):
+    """Every merge left to the background (``INLINE_MERGE`` 0); the background thread's ``nth`` merge
+    (1: the first table of a job) waits for the returned event before it starts."""
     import threading
 
     import neardup.store.runs as runs_mod
 
-    gate = threading.Event()
+    gate, calls = threading.Event(), []
     merge = runs_mod._merge_blocks
 
-    def held(parts, block, release):  # the background thread's merge waits for the gate
+    def held(parts, block, release):
         if threading.current_thread().name == "neardup-compact":
-            gate.wait(10)
+            calls.append(1)
+            if len(calls) == nth:
+                gate.wait(10)
         yield from merge(parts, block, release)
 
     monkeypatch.setattr(runs_mod, "_merge_blocks", held)
     monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    return gate
+
+
+def test_a_batch_during_a_background_merge_leaves_the_runs_it_joins_alone(tmp_path, monkeypatch):
+    """While a background merge is held back, batches add runs after the ones it joins (merging only
+    among themselves, inline); the next batch after it finishes puts the merged run in their place."""
+    import neardup.store.runs as runs_mod
+
+    gate = _hold_background_merge(monkeypatch, 1)
     mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
     try:
         lm.compact()
@@ -427,20 +438,7 @@ def test_a_table_merged_in_the_background_is_installed_while_the_next_one_is_mer
     merge is held back, and ``url``'s follows after (the job's tables change under the thread)."""
     import threading
 
-    import neardup.store.runs as runs_mod
-
-    gate, calls = threading.Event(), []
-    merge = runs_mod._merge_blocks
-
-    def held(parts, block, release):  # the thread's second table waits for the gate
-        if threading.current_thread().name == "neardup-compact":
-            calls.append(1)
-            if len(calls) == 2:
-                gate.wait(10)
-        yield from merge(parts, block, release)
-
-    monkeypatch.setattr(runs_mod, "_merge_blocks", held)
-    monkeypatch.setattr(runs_mod, "INLINE_MERGE", 0)
+    gate = _hold_background_merge(monkeypatch, 2)  # the thread's second table (url) waits
     mem, lm = MemoryPostings(), LmdbPostings(tmp_path / "p")
     try:
         lm.compact()
