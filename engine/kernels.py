@@ -673,39 +673,38 @@ def find_slots(keys, used, values):
     return out
 
 
+@njit(cache=True, inline="always")
+def _count(keys, counts, n_used, v):
+    """Count ``v`` in the open-addressing table ``keys``/``counts`` (a count of 0: an empty slot)
+    holding ``n_used`` values; the table is doubled when it would be over half full. Returns the
+    table and its new ``n_used``."""
+    m = np.int64(keys.size) - np.int64(1)
+    s = np.int64(_mix64(v) & uint64(m))
+    while counts[s] != 0 and keys[s] != v:
+        s = (s + np.int64(1)) & m
+    if counts[s] == 0:
+        keys[s] = v
+        n_used += 1
+    counts[s] += 1
+    if 2 * n_used > keys.size:
+        size = np.int64(2) * keys.size
+        m = size - np.int64(1)
+        new_keys = np.zeros(size, np.uint64)
+        new_counts = np.zeros(size, np.int64)
+        for j in range(keys.size):
+            if counts[j] != 0:
+                t = np.int64(_mix64(keys[j]) & uint64(m))
+                while new_counts[t] != 0:
+                    t = (t + np.int64(1)) & m
+                new_keys[t] = keys[j]
+                new_counts[t] = counts[j]
+        keys, counts = new_keys, new_counts
+    return keys, counts, n_used
+
+
 @njit(cache=True, nogil=True)
-def distinct_counts(values, bits):
-    """The distinct values of ``values`` and how often each occurs, in no particular order: an
-    open-addressing table of ``2**bits`` slots to start with, doubled whenever it is half full.
-    (Counting millions of pair codes of which a tenth are distinct this way costs a fraction of
-    sorting them.)"""
-    size = np.int64(1) << np.int64(bits)
-    m = size - np.int64(1)
-    keys = np.zeros(size, np.uint64)
-    counts = np.zeros(size, np.int64)  # 0: an empty slot
-    n_used = 0
-    for r in range(values.size):
-        v = values[r]
-        s = np.int64(_mix64(v) & uint64(m))
-        while counts[s] != 0 and keys[s] != v:
-            s = (s + np.int64(1)) & m
-        if counts[s] == 0:
-            keys[s] = v
-            n_used += 1
-        counts[s] += 1
-        if 2 * n_used > size:
-            size *= np.int64(2)
-            m = size - np.int64(1)
-            new_keys = np.zeros(size, np.uint64)
-            new_counts = np.zeros(size, np.int64)
-            for j in range(keys.size):
-                if counts[j] != 0:
-                    t = np.int64(_mix64(keys[j]) & uint64(m))
-                    while new_counts[t] != 0:
-                        t = (t + np.int64(1)) & m
-                    new_keys[t] = keys[j]
-                    new_counts[t] = counts[j]
-            keys, counts = new_keys, new_counts
+def _counted(keys, counts, n_used):
+    """The ``n_used`` values of a ``_count`` table and their counts, in table order."""
     out_v = np.empty(n_used, np.uint64)
     out_c = np.empty(n_used, np.int64)
     o = 0
@@ -717,6 +716,40 @@ def distinct_counts(values, bits):
     return out_v, out_c
 
 
+@njit(cache=True, nogil=True)
+def distinct_counts(values, bits):
+    """The distinct values of ``values`` and how often each occurs, in no particular order: an
+    open-addressing table of ``2**bits`` slots to start with, doubled whenever it is half full.
+    (Counting millions of pair codes of which a tenth are distinct this way costs a fraction of
+    sorting them.)"""
+    keys = np.zeros(np.int64(1) << np.int64(bits), np.uint64)
+    counts = np.zeros(keys.size, np.int64)
+    n_used = 0
+    for r in range(values.size):
+        keys, counts, n_used = _count(keys, counts, n_used, values[r])
+    return _counted(keys, counts, n_used)
+
+
+@njit(cache=True, nogil=True)
+def holder_pair_counts(anchor, vidx, start, holders, smaller_only, bits):
+    """For each row ``i``, ``anchor[i]`` paired with every holder ``h`` of its value,
+    ``holders[start[vidx[i]]:start[vidx[i] + 1]]`` (only ``h < anchor[i]`` when ``smaller_only``):
+    the distinct codes ``h << 32 | anchor[i]`` and how often each comes, in no particular order
+    (``distinct_counts`` of the rows, which are never listed)."""
+    keys = np.zeros(np.int64(1) << np.int64(bits), np.uint64)
+    counts = np.zeros(keys.size, np.int64)
+    n_used = 0
+    for i in range(anchor.size):
+        a = anchor[i]
+        low = uint64(a)
+        for q in range(start[vidx[i]], start[vidx[i] + 1]):
+            h = holders[q]
+            if smaller_only and h >= a:
+                continue
+            keys, counts, n_used = _count(keys, counts, n_used, (uint64(h) << uint64(32)) | low)
+    return _counted(keys, counts, n_used)
+
+
 def occurring(values: np.ndarray, times: int = 1) -> np.ndarray:
     """The distinct values (uint64) that occur at least ``times`` times in ``values``, ascending
     (``np.unique`` with counts, by ``distinct_counts``: only what is kept is sorted)."""
@@ -725,6 +758,18 @@ def occurring(values: np.ndarray, times: int = 1) -> np.ndarray:
         return values
     # a table for an eighth of the values to start with: pair codes repeat (the bands a pair shares)
     v, c = distinct_counts(values, max(10, int(values.size // 8).bit_length()))
+    return np.sort(v[c >= times] if times > 1 else v)
+
+
+def holder_pairs(anchor: np.ndarray, vidx: np.ndarray, start: np.ndarray, holders: np.ndarray,
+                 smaller_only: bool, times: int, rows: int) -> np.ndarray:
+    """``occurring`` of the codes ``holder_pair_counts`` counts (``rows`` of them, about), without
+    listing them: the distinct codes ``h << 32 | anchor`` that come at least ``times`` times, ascending."""
+    if anchor.size == 0:
+        return np.zeros(0, np.uint64)
+    v, c = holder_pair_counts(np.ascontiguousarray(anchor, np.int64), np.ascontiguousarray(vidx, np.int64),
+                              np.ascontiguousarray(start, np.int64), np.ascontiguousarray(holders, np.int64),
+                              smaller_only, max(10, int(rows // 8).bit_length()))
     return np.sort(v[c >= times] if times > 1 else v)
 
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .pairs.groups import _decode, _encode, _within, dense_unique  # the pair encoder of the candidate generators
+from .pairs.groups import _decode, dense_unique  # the pair decoder of the candidate generators
 from .pipeline import in_parts
 from .arrays import unique
 
@@ -177,27 +177,22 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         if s == e:
             continue
         qd, qv = p_doc[s:e], p_val[s:e]
-        # new-new pairs as (smaller, larger) indices into ids; old-new pairs as (old id, index)
-        rep = cnt[qv]
-        a = np.repeat(qd, rep)
-        b = b_holder[np.repeat(b_start[qv], rep) + _within(rep)]
-        n_rows = a.size
-        smaller = b < a  # the pair is kept by its larger member only
-        nn = kernels.occurring(_encode(b[smaller], a[smaller]), c)  # the pairs holding c looked-up values
-        del a, b, smaller
+        # new-new pairs as (smaller, larger) indices into ids, kept by the larger member only; old-new
+        # pairs as (old id, index): the pairs holding c looked-up values, counted without listing the rows
+        n_rows = int(cnt[qv].sum())
+        nn = kernels.holder_pairs(qd, qv, b_start, b_holder, True, c, n_rows)
         on = np.zeros(0, np.uint64)
         if postings is not None:
             uv, inv = dense_unique(qv, u.size)
             which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending keys: u is sorted
             keep = old < np.uint64(lo)
             which, old = which[keep], old[keep].astype(np.int64)
-            o_cnt = np.bincount(which, minlength=uv.size).astype(np.int64)
             o_start = np.zeros(uv.size + 1, dtype=np.int64)
-            np.cumsum(o_cnt, out=o_start[1:])
-            rep = o_cnt[inv]
-            n_rows += int(rep.sum())
-            on = kernels.occurring(_encode(old[np.repeat(o_start[inv], rep) + _within(rep)], np.repeat(qd, rep)), c)
-            del which, old, keep, rep
+            np.cumsum(np.bincount(which, minlength=uv.size), out=o_start[1:])
+            o_rows = int(np.diff(o_start)[inv].sum())
+            n_rows += o_rows
+            on = kernels.holder_pairs(qd, inv, o_start, old, False, c, o_rows)
+            del which, old, keep
         step = max(1, int(budget * (d1 - a0) / max(n_rows, 1)))
         if nn.size == 0 and on.size == 0:
             continue

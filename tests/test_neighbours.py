@@ -133,3 +133,22 @@ def test_occurring_counts_as_unique_does(values, times, bits):
     v, c = kernels.distinct_counts(x, bits)
     order = np.argsort(v)
     assert np.array_equal(v[order], u) and np.array_equal(c[order], n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 60), max_size=12), min_size=1, max_size=8),  # each value's holders
+       st.lists(st.tuples(st.integers(0, 60), st.integers(0, 7)), max_size=40),  # (anchor, value) rows
+       st.booleans(), st.integers(1, 4))
+def test_holder_pairs_counts_the_rows_it_does_not_list(holders, rows, smaller_only, times):
+    from neardup import kernels
+
+    rows = [(a, v % len(holders)) for a, v in rows]
+    listed = [(h << 32) | a for a, v in rows for h in holders[v] if not smaller_only or h < a]
+    u, n = np.unique(np.array(listed, dtype=np.uint64), return_counts=True)
+    start = np.zeros(len(holders) + 1, np.int64)
+    start[1:] = np.cumsum([len(h) for h in holders])
+    flat = np.array([h for hs in holders for h in hs], dtype=np.int64)
+    anchor = np.array([a for a, _ in rows], dtype=np.int64)
+    vidx = np.array([v for _, v in rows], dtype=np.int64)
+    got = kernels.holder_pairs(anchor, vidx, start, flat, smaller_only, times, len(listed))
+    assert np.array_equal(got, u[n >= times])
