@@ -152,13 +152,15 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
 
 class NeighbourSearch:
     """The concept neighbour search of a batch's new documents, run in a thread of its own while
-    the batch's pairs are found (the two read the same postings and nothing the other writes).
+    the batch's pairs are found (the two read the same postings and nothing the other writes),
+    and the mining of the concepts those neighbours hold (which needs nothing else).
 
     The new documents' sketches are read from the catalog here, in the batch's transaction; the
     thread reads older documents' sketches through a connection of its own (they are committed)
     and the postings; it runs in a copy of the caller's context, so under the same memory plan.
-    ``result()`` waits for ``(N(q), sketches, seconds)``; ``abandon()`` waits and drops it (a
-    batch that fails must not close the catalog under a running search)."""
+    ``result()`` waits for ``(N(q), sketches, concepts found, seconds searching, seconds mining)``;
+    ``abandon()`` waits and drops it (a batch that fails must not close the catalog under a running
+    search)."""
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
         import contextvars
@@ -173,7 +175,9 @@ class NeighbourSearch:
             t = time.perf_counter()
             try:
                 nb, sk = _neighbours_of(self._cur, postings, lo, ids, flat, lens, settings)
-                self._out = (nb, sk, time.perf_counter() - t)
+                t_mine = time.perf_counter()
+                found = _mine(nb, sk, lo, hi, settings.support)
+                self._out = (nb, sk, found, t_mine - t, time.perf_counter() - t_mine)
             except BaseException as exc:  # raised again by result()
                 self._exc = exc
 
@@ -185,7 +189,7 @@ class NeighbourSearch:
         self._thread.join()
         self._cur.close()
 
-    def result(self) -> tuple[dict[int, list[int]], dict[int, np.ndarray], float]:
+    def result(self) -> tuple[dict[int, list[int]], dict[int, np.ndarray], list, float, float]:
         self._join()
         if self._exc is not None:
             raise self._exc
@@ -198,19 +202,22 @@ class NeighbourSearch:
 def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
                     timings: dict | None = None, search: NeighbourSearch | None = None) -> dict[str, int]:
     """Bring the ``concept`` clusters up to date with new documents ``lo..hi`` (``timings``: seconds
-    of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``). With
-    ``search`` (started for these documents), its neighbours: ``clusters: neighbours`` is then the
-    search's own time, spent beside the pairs', and ``clusters: wait`` what was left to wait for."""
+    of its parts, ``clusters: neighbours``, ``clusters: extended``, ``clusters: mine``, ``clusters:
+    insert``). With ``search`` (started for these documents), its neighbours and concepts:
+    ``clusters: neighbours`` and ``clusters: mine`` are then the thread's own times, spent beside the
+    pairs', and ``clusters: wait`` what was left to wait for."""
     k = settings.support
     timings = timings if timings is not None else {}
     t = time.perf_counter()
     if search is not None:
-        nb, sk, seconds = search.result()
+        nb, sk, found, seconds, mining = search.result()
         timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + seconds
+        timings["clusters: mine"] = timings.get("clusters: mine", 0.0) + mining
         t = lap(timings, "clusters: wait", t)
     else:
         nb, sk = _neighbours(con, postings, lo, hi, settings)
         t = lap(timings, "clusters: neighbours", t)
+        found = None
     if not nb:
         return {"created": 0, "removed": 0}
     # clusters a new document extends are no longer maximal
@@ -239,11 +246,21 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
                 gone.append(cid)
     _remove(con, gone, "concept", batch_id)
     t = lap(timings, "clusters: extended", t)
-    new = set(range(lo, hi + 1))
-    found = [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
+    if found is None:
+        found = _mine(nb, sk, lo, hi, k)
+        t = lap(timings, "clusters: mine", t)
     _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
-    lap(timings, "clusters: mine", t)
+    lap(timings, "clusters: insert", t)
     return {"created": len(found), "removed": len(gone)}
+
+
+def _mine(nb: dict[int, list[int]], sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple]:
+    """The concepts of new documents ``lo..hi`` from their neighbours ``nb`` (``N(q)``) and the
+    sketches ``sk``, as ``(members, support, common, truncated)`` rows for ``_insert``."""
+    if not nb:
+        return []
+    new = range(lo, hi + 1)
+    return [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
 
 
 class _UnionFind:
