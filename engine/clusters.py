@@ -42,14 +42,20 @@ def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tup
     """The concept neighbours' postings of documents ``lo..hi`` (for ``neardup.keys``): every
     sketch value, the batch's frequent values (``neardup.neighbours``), and the sketches."""
     from .pairs.values import _flat, _lists
-    from .store.postings import VALUES
 
     ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
     flat, lens = _flat(col)
+    return concept_postings_of(ids, flat, lens, settings.support)
+
+
+def concept_postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> dict[str, tuple]:
+    """``concept_postings`` of the sketches ``flat`` (``lens`` values each) of documents ``ids``."""
+    from .store.postings import VALUES
+
     raw = flat.astype(">u8").tobytes()
     bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
     return {
-        **postings_of(ids, flat, lens, settings.support),
+        **postings_of(ids, flat, lens, k),
         VALUES + SKETCH_VALUES: (ids.astype(np.uint64), [raw[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]),
     }
 
@@ -160,7 +166,7 @@ class NeighbourSearch:
     and the postings; it runs in a copy of the caller's context, so under the same memory plan.
     ``result()`` waits for ``(N(q), sketches, concepts found, seconds searching, seconds mining)``;
     ``abandon()`` waits and drops it (a batch that fails must not close the catalog under a running
-    search)."""
+    search). ``postings()``: the new documents' ``concept_postings``, from the sketches read here."""
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
         import contextvars
@@ -168,6 +174,7 @@ class NeighbourSearch:
 
         ids, flat, lens = _new_sketches(con, lo, hi)
         self._cur = con.cursor()
+        self._postings: dict | None = None
         self._out: tuple | None = None
         self._exc: BaseException | None = None
 
@@ -178,6 +185,7 @@ class NeighbourSearch:
                 t_mine = time.perf_counter()
                 found = _mine(nb, sk, lo, hi, settings.support)
                 self._out = (nb, sk, found, t_mine - t, time.perf_counter() - t_mine)
+                self._postings = concept_postings_of(ids, flat, lens, settings.support)
             except BaseException as exc:  # raised again by result()
                 self._exc = exc
 
@@ -197,6 +205,10 @@ class NeighbourSearch:
 
     def abandon(self) -> None:
         self._join()
+
+    def postings(self) -> dict[str, tuple]:
+        self.result()
+        return self._postings
 
 
 def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,

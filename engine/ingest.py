@@ -423,6 +423,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             con.execute(query("lexical", "create_batch_sentences"))
         next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress, budget)
         n_added = next_doc - first_doc
+        fingerprints = None  # the batch's fingerprint postings, derived from its rows before the commit
         if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
             t = time.perf_counter()
             lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
@@ -434,13 +435,21 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings) \
                 if "concept" in w.settings.clusters else None
             try:
-                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings)
+                # the pair generators' keys are also the batch's postings (``keys.fingerprint_postings``,
+                # from the same rows): derived once, written to LMDB after the commit
+                t = time.perf_counter()
+                keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings)
+                res.tick("candidate keys", t)
+                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
+                                                   res.timings, keys=keys)
             except BaseException:
                 if search is not None:
                     search.abandon()
                 raise
             stage(batch_id, "clusters")
             res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
+            fingerprints = {**keys, **search.postings()} if search is not None else keys
+            del keys
         con.execute(
             query("catalog", "insert_batch"),
             [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
@@ -466,9 +475,11 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
     # derived from the committed rows, exactly as crash recovery derives them
     stage(batch_id, "postings")
     t = time.perf_counter()
-    postings = w.batch_postings(batch_id) if n_added else {}
+    postings = w.batch_postings(batch_id, fingerprints) if n_added else {}
+    del fingerprints
     res.tick("postings", t)
-    w.finish_batch(batch_id, postings, timings=res.timings)
+    with w.checkpoint_beside():  # the catalog's log, written by the commit, goes to its file meanwhile
+        w.finish_batch(batch_id, postings, timings=res.timings)
     crashpoint("after-batch")
     # the commit's and the postings' seconds, known only now: kept apart from the batch's rows (a
     # crash before this loses two timing rows, nothing else)

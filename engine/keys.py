@@ -64,13 +64,18 @@ def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.nda
 BATCH_TABLES = ("concept_frequent",)
 
 
-def batch_postings(con, batch_id: int, settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Every posting of one batch, read back from its catalog rows."""
+def batch_postings(con, batch_id: int, settings, fingerprints: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every posting of one batch, read back from its catalog rows; ``fingerprints``: its
+    ``fingerprint_postings``, when the batch computed them from the same rows before its commit
+    (they are then not read again)."""
     from .sqlfiles import query
 
     t = con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
     out = derive_postings(t.column("doc_id").to_numpy(), t.column("url").to_pylist(), t.column("content_hash").to_numpy())
     if t.num_rows == 0:
+        return out
+    if fingerprints is not None:
+        out.update(fingerprints)
         return out
     lo, hi = int(t.column("doc_id")[0].as_py()), int(t.column("doc_id")[-1].as_py())
     out.update(fingerprint_postings(con, lo, hi, settings))

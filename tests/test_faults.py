@@ -168,6 +168,9 @@ class _Connection:
     def __getattr__(self, name):
         return getattr(self._con, name)
 
+    def cursor(self):  # a connection of its own (the checkpoint beside the postings' write uses one)
+        return _Connection(self._con.cursor(), self._path, self._fail)
+
     def execute(self, sql, *args, **kw):
         word = sql.strip().upper() if isinstance(sql, str) else ""
         if word == "COMMIT" == self._fail:
@@ -176,6 +179,13 @@ class _Connection:
                                               f'"{self._path}.wal": No space left on device')
         if word == "CHECKPOINT" == self._fail:
             raise duckdb.IOException(f'IO Error: Could not write file "{self._path}": No space left on device')
+        return self._con.execute(sql, *args, **kw)
+
+
+class _CursorFails(_Connection):
+    """A writer's connection whose own statements work and whose cursors' ``fail`` fails."""
+
+    def execute(self, sql, *args, **kw):
         return self._con.execute(sql, *args, **kw)
 
 
@@ -192,6 +202,20 @@ def duckdb_write_fails(statement: str) -> Callable:
         m.setattr(catalog_module, "connect", fake)
 
     return install
+
+
+def checkpoint_beside_fails(m: pytest.MonkeyPatch) -> None:
+    """The checkpoint a batch runs beside the write of its postings (``Writer.checkpoint_beside``,
+    made due at any size of the log, on a cursor) hits a full disk; the command's own checkpoint
+    at its end would work."""
+    real = catalog_module.connect
+
+    def fake(path, read_only, holder=None):
+        con = real(path, read_only, holder)
+        return con if read_only else _CursorFails(con, path, "CHECKPOINT")
+
+    m.setattr(index_module, "LOG_CHECKPOINT", -1)
+    m.setattr(catalog_module, "connect", fake)
 
 
 def lmdb_open_fails(exc: type, words: str) -> Callable:
@@ -289,6 +313,8 @@ FAULTS = [
     Fault("commit-disk-full-rebuild", duckdb_write_fails("COMMIT"), REBUILD, 8, (*FULL, ROLLED_BACK), "before"),
     # ... at the checkpoint that ends a command: everything is committed already
     Fault("checkpoint-disk-full-ingest", duckdb_write_fails("CHECKPOINT"), INGEST, 8,
+          ("catalog.duckdb: no space left on the device while checkpointing the catalog", "Everything is committed"), "after"),
+    Fault("checkpoint-beside-disk-full-ingest", checkpoint_beside_fails, INGEST, 8,
           ("catalog.duckdb: no space left on the device while checkpointing the catalog", "Everything is committed"), "after"),
     Fault("checkpoint-disk-full-evaluate", duckdb_write_fails("CHECKPOINT"), EVALUATE, 8, ("Everything is committed",), "before"),
     # ... when the postings are written, after the catalog commit: the batch stays, the postings follow

@@ -323,3 +323,24 @@ def test_a_later_ingest_does_not_rewrite_the_catalog_blocks_of_earlier_ones(tmp_
             first = {t: blocks(t) for t in ("fp_minhash", "fp_bottomk", "documents")}
     for t, b in first.items():
         assert b and b <= blocks(t), t
+
+
+@pytest.mark.parametrize("due", [True, False])
+def test_a_log_past_the_limit_is_checkpointed_beside_the_postings_write(tmp_path, monkeypatch, due):
+    """``Writer.checkpoint_beside``: with the catalog's log past ``LOG_CHECKPOINT`` it is written
+    into the catalog file while the body runs, else left alone."""
+    import neardup.store.index as index_module
+
+    write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": words_text(i, 60)} for i in range(40)])
+    idx = Index(tmp_path / "idx")
+    ingest(idx, str(tmp_path / "a.jsonl"))
+    wal = tmp_path / "idx" / "catalog.duckdb.wal"
+    monkeypatch.setattr(index_module, "LOG_CHECKPOINT", -1 if due else 1 << 40)
+    with idx.writer() as w:
+        w.con.execute("CREATE TABLE scratch AS SELECT range AS x FROM range(1000)")
+        before = wal.stat().st_size
+        assert before > 0
+        with w.checkpoint_beside():
+            pass
+        after = wal.stat().st_size if wal.exists() else 0
+        assert (after < before) == due

@@ -98,6 +98,9 @@ KEEPS_CHECKPOINT = ("Everything is committed (the catalog's log, catalog.duckdb.
                     "write folds the log into catalog.duckdb")
 #: DuckDB's memory limit for a writer (its buffer pool; larger operators spill to ``catalog.duckdb.tmp``)
 WRITER_DUCKDB_MEMORY = 1_000_000_000  # bytes, at the default memory plan (neardup.memory)
+#: the size of DuckDB's log past which it checkpoints by itself at its next commit (its default
+#: ``wal_autocheckpoint``); ``Writer.checkpoint_beside`` checkpoints such a log beside other work
+LOG_CHECKPOINT = 16 * 2**20
 
 
 class WriterLock:
@@ -302,6 +305,42 @@ class Writer:
         if self.con is not None:
             self.con.execute("CHECKPOINT")
 
+    @contextlib.contextmanager
+    def checkpoint_beside(self) -> Iterator[None]:
+        """Checkpoint the catalog in a thread while the body runs, when its log has passed
+        ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone): after a batch's
+        commit, beside the LMDB write of its postings. The body must not use ``con``; the checkpoint
+        is waited for when it ends (and its error, if any, raised then, after the body's own)."""
+        import threading
+
+        wal = Path(str(self.index.catalog_path) + ".wal")
+        try:
+            due = self.con is not None and wal.stat().st_size > LOG_CHECKPOINT
+        except OSError:
+            due = False
+        if not due:
+            yield
+            return
+        cur = self.con.cursor()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                cur.execute("CHECKPOINT")
+            except BaseException as exc:  # raised by the caller's thread below
+                failed.append(exc)
+
+        t = threading.Thread(target=run, name="neardup-checkpoint", daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            t.join()
+            cur.close()
+        if failed:
+            with storage.guard(self.index.catalog_path, "checkpointing the catalog", KEEPS_CHECKPOINT, index=self.index.path):
+                raise failed[0]
+
     def close(self, quiet: bool = False) -> None:
         """Close the postings and the catalog connection; ``quiet``: ignore errors doing so (the
         caller is already reporting one)."""
@@ -388,9 +427,9 @@ class Writer:
         (self.index.path / PENDING_FILE).unlink(missing_ok=True)
         return self.repaired
 
-    def batch_postings(self, batch_id: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def batch_postings(self, batch_id: int, fingerprints: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         assert self.con is not None and self.settings is not None
-        return batch_postings(self.con, batch_id, self.settings)
+        return batch_postings(self.con, batch_id, self.settings, fingerprints)
 
     def rebuild_postings(self) -> None:
         """Throw the postings away and re-derive them from every committed batch."""
