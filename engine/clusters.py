@@ -275,61 +275,56 @@ def _mine(nb: dict[int, list[int]], sk: dict[int, np.ndarray], lo: int, hi: int,
     return [(c.members, c.support, c.common, c.truncated) for c in concepts.mine_anchors(sorted(nb), sk, nb, k, new.__contains__)]
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, x: int) -> int:
-        p = self.parent.setdefault(x, x)
-        while p != self.parent[p]:
-            self.parent[p] = self.parent[self.parent[p]]
-            p = self.parent[p]
-        self.parent[x] = p
-        return p
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-    def groups(self) -> list[tuple[int, ...]]:
-        out: dict[int, list[int]] = {}
-        for x in self.parent:
-            out.setdefault(self.find(x), []).append(x)
-        return sorted(tuple(sorted(g)) for g in out.values())
-
-
 def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
     """Merge the ``components`` touched by the batch's new pairs."""
     method = settings.component_pairs
     if method is None:
         return {"created": 0, "removed": 0}
-    pairs = con.execute("SELECT doc_a, doc_b FROM duplicates WHERE batch_id = ? AND method = ?", [batch_id, method]).fetchall()
-    if not pairs:
+    pairs = con.sql("SELECT doc_a, doc_b FROM duplicates WHERE batch_id = ? AND method = ?", params=[batch_id, method]).to_arrow_table()
+    if pairs.num_rows == 0:
         return {"created": 0, "removed": 0}
-    uf = _UnionFind()
-    docs = sorted({d for p in pairs for d in p})
-    con.register("pair_docs", pa.table({"doc_id": pa.array(docs, pa.int64())}))
+    a, b = (pairs.column(c).to_numpy().astype(np.int64) for c in ("doc_a", "doc_b"))
+    con.register("pair_docs", pa.table({"doc_id": pa.array(unique(np.concatenate([a, b])), pa.int64())}))
     try:
-        old = con.execute(
+        old = con.sql(
             "SELECT m.cluster_id, m.doc_id FROM cluster_members m JOIN clusters c USING (cluster_id) "
             "WHERE c.method = 'components' AND m.cluster_id IN (SELECT cluster_id FROM cluster_members WHERE doc_id IN (SELECT doc_id FROM pair_docs))"
-        ).fetchall()
+        ).to_arrow_table()
     finally:
         con.unregister("pair_docs")
-    first_of: dict[int, int] = {}
-    for cid, d in old:
-        if cid in first_of:
-            uf.union(first_of[cid], d)
-        else:
-            first_of[cid] = d
-            uf.find(d)
-    for a, b in pairs:
-        uf.union(a, b)
-    _remove(con, sorted(first_of), "components", batch_id)
-    found = [(g, None, None, False) for g in uf.groups() if len(g) > 1]
+    o_cid, o_doc = (old.column(c).to_numpy().astype(np.int64) for c in ("cluster_id", "doc_id"))
+    removed = unique(o_cid).tolist()
+    _remove(con, removed, "components", batch_id)
+    found = [(g, None, None, False) for g in _components(a, b, o_cid, o_doc)]
     _insert(con, "components", batch_id, found, {"pairs": method})
-    return {"created": len(found), "removed": len(first_of)}
+    return {"created": len(found), "removed": len(removed)}
+
+
+def _components(a: np.ndarray, b: np.ndarray, o_cid: np.ndarray | None = None,
+                o_doc: np.ndarray | None = None) -> list[tuple[int, ...]]:
+    """The connected components (two members or more) of the graph of the pairs ``(a[i], b[i])``
+    and of the components given as ``(o_cid[j], o_doc[j])`` rows (cluster, member), each as its
+    ascending members, ordered by their smallest member (as sorted member tuples sort)."""
+    from . import kernels
+
+    if o_cid is None or o_cid.size == 0:
+        o_first = o_doc = np.zeros(0, np.int64)
+    else:  # each old component's members joined to its first
+        order = np.argsort(o_cid, kind="stable")
+        o_cid, o_doc = o_cid[order], o_doc[order]
+        starts = np.flatnonzero(np.r_[True, o_cid[1:] != o_cid[:-1]])
+        o_first = np.repeat(o_doc[starts], np.diff(np.r_[starts, o_cid.size]))
+    nodes = unique(np.concatenate([a, b, o_doc]).astype(np.int64))
+    root = kernels.component_roots(nodes.size, np.searchsorted(nodes, np.concatenate([a, o_first])),
+                                   np.searchsorted(nodes, np.concatenate([b, o_doc])))  # a component's smallest node
+    members = nodes[np.argsort(root, kind="stable")].tolist()  # by component, then ascending
+    size = np.bincount(root, minlength=nodes.size)
+    out, s = [], 0
+    for e in np.cumsum(size[size > 0]).tolist():
+        if e - s > 1:
+            out.append(tuple(members[s:e]))
+        s = e
+    return out
 
 
 def update(con, postings, lo: int, hi: int, batch_id: int, settings: Settings, timings: dict | None = None,
@@ -361,11 +356,8 @@ def rebuild_incremental(con, settings: Settings, batch_id: int) -> dict[str, dic
             out[method] = update_concepts(con, None, lo_hi[0], lo_hi[1], batch_id, settings)
         else:
             pm = settings.component_pairs
-            pairs = con.execute("SELECT doc_a, doc_b FROM duplicates WHERE method = ?", [pm]).fetchall()
-            uf = _UnionFind()
-            for a, b in pairs:
-                uf.union(a, b)
-            found = [(g, None, None, False) for g in uf.groups() if len(g) > 1]
+            pairs = con.sql("SELECT doc_a, doc_b FROM duplicates WHERE method = ?", params=[pm]).to_arrow_table()
+            found = [(g, None, None, False) for g in _components(*(pairs.column(c).to_numpy().astype(np.int64) for c in ("doc_a", "doc_b")))]
             _insert(con, "components", batch_id, found, {"pairs": pm})
             out[method] = {"created": len(found), "removed": len(old)}
     return out

@@ -750,6 +750,28 @@ def holder_pair_counts(anchor, vidx, start, holders, smaller_only, bits):
     return _counted(keys, counts, n_used)
 
 
+@njit(cache=True, nogil=True)
+def component_roots(n, a, b):
+    """Connected components of the graph on nodes ``0..n-1`` with edges ``(a[i], b[i])``: each
+    node's smallest node of its component (union-find, the larger root joined to the smaller)."""
+    parent = np.arange(n)
+    for i in range(a.size):
+        x, y = a[i], b[i]
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x < y:
+            parent[y] = x
+        elif y < x:
+            parent[x] = y
+    for v in range(n):  # ascending: a node's parent is smaller, so already final
+        parent[v] = parent[parent[v]]
+    return parent
+
+
 def occurring(values: np.ndarray, times: int = 1) -> np.ndarray:
     """The distinct values (uint64) that occur at least ``times`` times in ``values``, ascending
     (``np.unique`` with counts, by ``distinct_counts``: only what is kept is sorted)."""

@@ -215,3 +215,22 @@ def test_report_002_grouping_and_highest_degree_first():
         ls = [int(lengths[ids.tolist().index(d)]) for d in g]
         assert max(ls) <= 1.2 * min(ls) + 2
     assert groups == clusterings.greedy002(ids, lengths, hashes, 2, seed=0)  # fixed by the seed
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=60),
+       st.lists(st.integers(0, 40), unique=True, max_size=30), st.integers(1, 5))
+def test_components_of_pairs_and_old_components_match_networkx(pairs, old_members, n_old):
+    from neardup.clusters import _components
+
+    # old components: disjoint groups of members, in cluster ids given in no order
+    groups = [old_members[i::n_old] for i in range(n_old)]
+    rows = [(100 - g, d) for g, members in enumerate(groups) if len(members) > 1 for d in members]
+    edges = [(a, b, 1.0) for a, b in pairs if a != b]
+    edges += [(m[0], x, 1.0) for m in groups if len(m) > 1 for x in m[1:]]
+    want = clusterings.components(edges)
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    o_cid = np.array([r[0] for r in rows], dtype=np.int64)
+    o_doc = np.array([r[1] for r in rows], dtype=np.int64)
+    assert _components(a, b, o_cid, o_doc) == want
