@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import concepts
-from ..clusters import _as_arrays, _insert, _remove, _sketches, _UnionFind
+from ..clusters import _as_arrays, _components, _insert, _remove, _sketches
 from ..neighbours import search
 from ..settings import Settings
 from ..sqlfiles import query
@@ -48,13 +48,11 @@ def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
         return {"created": 0, "removed": len(removed)}
     con.register("near", pa.table({"doc_id": pa.array(left, pa.int64())}))
     try:
-        pairs = con.execute(query("delete", "pairs_within"), [method]).fetchall()
+        pairs = con.sql(query("delete", "pairs_within"), params=[method]).to_arrow_table()
     finally:
         con.unregister("near")
-    uf = _UnionFind()
-    for a, b in pairs:
-        uf.union(a, b)
-    found = [(g, None, None, False) for g in uf.groups() if len(g) > 1]
+    a, b = (pairs.column(i).to_numpy().astype(np.int64) for i in range(2))
+    found = [(g, None, None, False) for g in _components(a, b)]
     _insert(con, "components", batch_id, found, {"pairs": method})
     return {"created": len(found), "removed": len(removed)}
 

@@ -71,9 +71,10 @@ def min_label_components(edges, max_rounds: int = 200):
 def components_reference(a: np.ndarray, b: np.ndarray) -> dict[int, int]:
     """Node -> smallest node of its component, by union-find in one process (for tests and
     small graphs)."""
-    from ..clusters import _UnionFind
+    from .. import kernels
+    from ..arrays import unique
 
-    uf = _UnionFind()
-    for x, y in zip(np.asarray(a).tolist(), np.asarray(b).tolist()):
-        uf.union(x, y)
-    return {x: uf.find(x) for x in uf.parent}
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    nodes = unique(np.concatenate([a, b]))
+    root = kernels.component_roots(nodes.size, np.searchsorted(nodes, a), np.searchsorted(nodes, b))
+    return dict(zip(nodes.tolist(), nodes[root].tolist()))
