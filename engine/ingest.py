@@ -31,7 +31,7 @@ from . import __version__, clusters, fingerprints, memory, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
-from .keys import DOCINFO, URL_CHECK_SEED, hash64
+from .keys import DOCINFO, URL_CHECK_SEED, fingerprint_postings, hash64
 from .pipeline import lap, ordered_map, prefetch
 from .readers import RawChunk, ReadOptions, Reject, read_input
 from .readers.content import ContentPool, page_texts
@@ -448,7 +448,8 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
                 raise
             stage(batch_id, "clusters")
             res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
-            fingerprints = {**keys, **search.postings()} if search is not None else keys
+            fingerprints = fingerprint_postings(con, first_doc, next_doc - 1, w.settings, candidates=keys,
+                                                concept=search.postings() if search is not None else None)
             del keys
         con.execute(
             query("catalog", "insert_batch"),

@@ -82,14 +82,17 @@ def batch_postings(con, batch_id: int, settings, fingerprints: dict | None = Non
     return out
 
 
-def fingerprint_postings(con, lo: int, hi: int, settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def fingerprint_postings(con, lo: int, hi: int, settings, candidates: dict | None = None,
+                         concept: dict | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The postings of documents ``lo..hi`` that come from their fingerprint rows (every table but
-    ``url`` and ``content``); per document, except ``BATCH_TABLES`` (right for a whole batch only)."""
+    ``url`` and ``content``); per document, except ``BATCH_TABLES`` (right for a whole batch only).
+    ``candidates``/``concept``: their ``candidate_postings``/``concept_postings`` when the caller
+    has them already (an ingest batch derives them from the same rows for its searches)."""
     from .pairs import candidate_postings
 
-    out = candidate_postings(con, lo, hi, settings)
+    out = dict(candidates) if candidates is not None else candidate_postings(con, lo, hi, settings)
     if "concept" in settings.clusters:
         from .clusters import concept_postings
 
-        out.update(concept_postings(con, lo, hi, settings))
+        out.update(concept if concept is not None else concept_postings(con, lo, hi, settings))
     return out
