@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -156,6 +157,17 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
     return ids
 
 
+class SearchResult(NamedTuple):
+    """What a ``NeighbourSearch`` found for a batch's new documents."""
+
+    neighbours: dict[int, list[int]]  # N(q) of each new document q
+    sketches: dict[int, np.ndarray]  # every sketch involved
+    found: list  # the concepts mined, as ``_insert`` rows
+    postings: dict  # the new documents' ``concept_postings``
+    searching: float  # seconds
+    mining: float  # seconds
+
+
 class NeighbourSearch:
     """The concept neighbour search of a batch's new documents, run in a thread of its own while
     the batch's pairs are found (the two read the same postings and nothing the other writes),
@@ -164,9 +176,9 @@ class NeighbourSearch:
     The new documents' sketches are read from the catalog here, in the batch's transaction; the
     thread reads older documents' sketches through a connection of its own (they are committed)
     and the postings; it runs in a copy of the caller's context, so under the same memory plan.
-    ``result()`` waits for ``(N(q), sketches, concepts found, seconds searching, seconds mining)``;
+    ``result()`` waits for its ``SearchResult`` (the postings from the sketches read here);
     ``abandon()`` waits and drops it (a batch that fails must not close the catalog under a running
-    search). ``postings()``: the new documents' ``concept_postings``, from the sketches read here."""
+    search)."""
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
         import contextvars
@@ -174,8 +186,7 @@ class NeighbourSearch:
 
         ids, flat, lens = _new_sketches(con, lo, hi)
         self._cur = con.cursor()
-        self._postings: dict | None = None
-        self._out: tuple | None = None
+        self._out: SearchResult | None = None
         self._exc: BaseException | None = None
 
         def run() -> None:
@@ -184,8 +195,9 @@ class NeighbourSearch:
                 nb, sk = _neighbours_of(self._cur, postings, lo, ids, flat, lens, settings)
                 t_mine = time.perf_counter()
                 found = _mine(nb, sk, lo, hi, settings.support)
-                self._out = (nb, sk, found, t_mine - t, time.perf_counter() - t_mine)
-                self._postings = concept_postings_of(ids, flat, lens, settings.support)
+                mining = time.perf_counter() - t_mine
+                self._out = SearchResult(nb, sk, found, concept_postings_of(ids, flat, lens, settings.support),
+                                         t_mine - t, mining)
             except BaseException as exc:  # raised again by result()
                 self._exc = exc
 
@@ -197,7 +209,7 @@ class NeighbourSearch:
         self._thread.join()
         self._cur.close()
 
-    def result(self) -> tuple[dict[int, list[int]], dict[int, np.ndarray], list, float, float]:
+    def result(self) -> SearchResult:
         self._join()
         if self._exc is not None:
             raise self._exc
@@ -205,10 +217,6 @@ class NeighbourSearch:
 
     def abandon(self) -> None:
         self._join()
-
-    def postings(self) -> dict[str, tuple]:
-        self.result()
-        return self._postings
 
 
 def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
@@ -222,7 +230,7 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     timings = timings if timings is not None else {}
     t = time.perf_counter()
     if search is not None:
-        nb, sk, found, seconds, mining = search.result()
+        nb, sk, found, _, seconds, mining = search.result()
         timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + seconds
         timings["clusters: mine"] = timings.get("clusters: mine", 0.0) + mining
         t = lap(timings, "clusters: wait", t)

@@ -449,7 +449,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             stage(batch_id, "clusters")
             res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
             fingerprints = fingerprint_postings(con, first_doc, next_doc - 1, w.settings, candidates=keys,
-                                                concept=search.postings() if search is not None else None)
+                                                concept=search.result().postings if search is not None else None)
             del keys
         con.execute(
             query("catalog", "insert_batch"),
