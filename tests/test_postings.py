@@ -281,6 +281,38 @@ def _lsh_batch(b: int, pairs) -> dict:
     return {"lsh": (keys, ids), "url": (keys[::-1].copy(), ids)}
 
 
+def test_a_run_mapped_by_one_thread_while_another_releases_the_runs(tmp_path):
+    """The pair search and the concept neighbour search read runs from two threads, so one may map a
+    run for the first time while the other releases every mapped run: the release goes on over the
+    runs it found (it once stopped the ingest with "dictionary changed size during iteration")."""
+    import neardup.store.runs as runs_mod
+
+    lm, mem = LmdbPostings(tmp_path / "p"), MemoryPostings()
+    real = runs_mod._release
+    try:
+        for b in (1, 2):
+            for store in (lm, mem):
+                store.apply_batch(b, _lsh_batch(b, [(1, 0), (2, 1), (b + 5, 2)]))
+        lm.runs.lookup("lsh", np.array([1], np.uint64))  # the lsh runs are mapped
+        mapped_now = []
+
+        def release_as_url_is_mapped(maps):
+            for i, m in enumerate(maps):
+                if i == 0:  # the other thread maps the url runs
+                    for seq, n in lm.runs.manifest("url"):
+                        mapped_now.append(lm.runs._open("url", seq, n))
+                real([m])
+
+        runs_mod._release = release_as_url_is_mapped
+        lm.runs.release()
+        assert mapped_now
+        runs_mod._release = real
+        assert lm.dump() == mem.dump()
+    finally:
+        runs_mod._release = real
+        lm.close()
+
+
 def _files_named(lm: LmdbPostings, path) -> tuple[set, set]:
     named = {f"{t}.{s}{ext}" for t in ("lsh", "url") for s, _ in lm.runs.manifest(t) for ext in (".k", ".i", ".f")}
     on_disk = {f.name for f in (path / "runs").iterdir()} if (path / "runs").is_dir() else set()

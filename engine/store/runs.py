@@ -147,6 +147,9 @@ class RunStore:
         self.meta = meta_db  # a callable returning the meta database (None until created)
         self.readonly = readonly
         self._maps: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: the pair search and the concept neighbour search read runs from two threads: one may map a
+        #: run while the other releases every mapped one
+        self._maps_lock = threading.Lock()
         #: files a committed write replaced: removed by ``after_commit``
         self._replaced: list[str] = []
         self._pending: list[str] = []
@@ -244,7 +247,9 @@ class RunStore:
         name = self._name(table, seq)
         got = self._maps.get(name)
         if got is None:
-            got = self._maps[name] = self._map(table, seq, n)
+            got = self._map(table, seq, n)
+            with self._maps_lock:
+                got = self._maps.setdefault(name, got)
         return got
 
     def _map(self, table: str, seq: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -255,10 +260,13 @@ class RunStore:
 
     def release(self) -> None:
         """Unmap the pages of every open run from this process (they stay in the page cache)."""
-        _release(self._maps.values())
+        with self._maps_lock:
+            maps = list(self._maps.values())
+        _release(maps)
 
     def close(self) -> None:
-        self._maps.clear()
+        with self._maps_lock:
+            self._maps.clear()
 
     def collect(self) -> list[str]:
         """Remove the run files no manifest names (a writer's, after a crash); returns their names."""
@@ -506,7 +514,8 @@ class RunStore:
 
     def _unlink(self, names: list[str]) -> None:
         for name in names:
-            self._maps.pop(name, None)
+            with self._maps_lock:
+                self._maps.pop(name, None)
             for ext in (".k", ".i", ".f"):
                 (self.dir / (name + ext)).unlink(missing_ok=True)
         self._replaced, self._pending = [], []
