@@ -8,7 +8,8 @@ be compared on it in alternation.
 Each run is the whole process up to the point it kills itself before the commit (reading, preparing,
 storing the rows in the open transaction, the pairs and the concept clusters); the commit and the
 postings' write are not in it. A killed batch leaves the index as it was (the crash tests' promise),
-which is what makes the runs repeatable. Prints each run and the median per engine.
+which is what makes the runs repeatable. Prints each run (seconds, peak RSS) and the medians per
+engine.
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ import subprocess
 import time
 
 
-def run_once(neardup: str, index: str, path: str) -> float:
+def run_once(neardup: str, index: str, path: str) -> tuple[float, int]:
+    """Seconds to the crash point and the process's peak RSS in MB."""
     env = dict(os.environ, NEARDUP_CRASH_AT="duckdb-before-commit")
     t0 = time.perf_counter()
-    p = subprocess.run([neardup, "ingest", "-q", "--index", index, path], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([neardup, "ingest", "-q", "--index", index, path], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     took = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != -9:
-        raise SystemExit(f"{neardup}: ended with {p.returncode}, not at the crash point:\n{p.stderr[-2000:]}")
-    return took
+        raise SystemExit(f"{neardup}: ended with {p.returncode}, not at the crash point:\n{err[-2000:]}")
+    return took, usage.ru_maxrss // 1024
 
 
 def main() -> None:
@@ -44,13 +49,16 @@ def main() -> None:
         for _, exe in engines:
             run_once(exe, a.index, a.input)
     times: dict[str, list[float]] = {name: [] for name, _ in engines}
+    rss: dict[str, list[int]] = {name: [] for name, _ in engines}
     for r in range(a.runs):
         for name, exe in engines:
-            t = run_once(exe, a.index, a.input)
+            t, mb = run_once(exe, a.index, a.input)
             times[name].append(t)
-            print(f"run {r + 1} {name} {t:.2f} s", flush=True)
+            rss[name].append(mb)
+            print(f"run {r + 1} {name} {t:.2f} s, peak RSS {mb} MB", flush=True)
     for name, ts in times.items():
-        print(f"{name}: median {statistics.median(ts):.2f} s of {' '.join(f'{t:.2f}' for t in ts)}")
+        print(f"{name}: median {statistics.median(ts):.2f} s of {' '.join(f'{t:.2f}' for t in ts)}; "
+              f"peak RSS median {statistics.median(rss[name]):.0f} MB of {' '.join(map(str, rss[name]))}")
 
 
 if __name__ == "__main__":
