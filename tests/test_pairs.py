@@ -111,9 +111,7 @@ def _near_simhashes(data, n_max: int) -> list[int]:
 def test_simhash_scan_finds_exactly_the_pairs_within_the_budget(bits, data):
     """The scanned tables (``pairs.simhash``) against brute force: older documents read in steps,
     candidates expanded in slices as small as one, the scan's hits handed over in buffers as small
-    as the batch allows, a pair agreeing on several tables kept once; the tables scanned on one
-    thread or several give the same arrays in the same order."""
-    from neardup import pipeline
+    as the batch allows, a pair agreeing on several tables kept once."""
     from neardup.pairs import simhash as scan
 
     values = _near_simhashes(data, 40)
@@ -122,17 +120,13 @@ def test_simhash_scan_finds_exactly_the_pairs_within_the_budget(bits, data):
     con.execute("CREATE TABLE fp_simhash (doc_id BIGINT, simhash UBIGINT)")
     con.executemany("INSERT INTO fp_simhash VALUES (?, ?)", [[i + 1, v] for i, v in enumerate(values)])
     hi = len(values)
-    default_hits, default_threaded, default_threads = scan.HITS_STEP, scan.MIN_THREADED, pipeline.KERNEL_THREADS
+    default_hits = scan.HITS_STEP
     scan.HITS_STEP = data.draw(st.sampled_from([1, 2, default_hits]))  # the hit buffers: as small as one bucket
-    budget, step = data.draw(st.sampled_from([1, 5, 10**6])), data.draw(st.sampled_from([1, 3, scan.OLD_STEP]))
     try:
-        scan.MIN_THREADED = 1 << 62
-        a, b, sim = scan.scan_pairs(con, "simhash", lo, hi, bits, budget=budget, step=step)
-        scan.MIN_THREADED, pipeline.KERNEL_THREADS = 0, 3
-        threaded = scan.scan_pairs(con, "simhash", lo, hi, bits, budget=budget, step=step)
+        a, b, sim = scan.scan_pairs(con, "simhash", lo, hi, bits, budget=data.draw(st.sampled_from([1, 5, 10**6])),
+                                   step=data.draw(st.sampled_from([1, 3, scan.OLD_STEP])))
     finally:
-        scan.HITS_STEP, scan.MIN_THREADED, pipeline.KERNEL_THREADS = default_hits, default_threaded, default_threads
-    assert [x.tolist() for x in threaded] == [a.tolist(), b.tolist(), sim.tolist()]
+        scan.HITS_STEP = default_hits
     got = {(x, y): v for x, y, v in zip(a.tolist(), b.tolist(), sim.tolist())}
     assert len(got) == a.size  # each pair once
     want = {(i, j): 1 - bin(values[i - 1] ^ values[j - 1]).count("1") / 64

@@ -118,23 +118,13 @@ def _within_batch(s: _Sorted, bits: int, budget: int, out: list) -> None:
 HITS_STEP = 1 << 20
 
 
-#: older simhashes below which a batch's tables are scanned on one thread (the threads' start costs more)
-MIN_THREADED = 65_536
-
-
-def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: int, budget: int, out: list,
-                 threads: int | None = None) -> None:
+def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: int, budget: int, out: list) -> None:
     """The older documents' pairs with the batch, table by table: the compiled scan
-    (``kernels.simhash_table_hits``, which releases the GIL) lists the positions within ``bits`` bits
-    on each table, and a pair is kept from the first table it agrees on only. The tables are scanned
-    on ``threads`` threads (``pipeline.KERNEL_THREADS``) and their pairs appended in table order, so
-    the output is the one-thread scan's."""
+    (``kernels.simhash_table_hits``) lists the positions within ``bits`` bits on each table, and a
+    pair is kept from the first table it agrees on only."""
     from .. import kernels
-    from ..pipeline import KERNEL_THREADS
 
-    def table(t: int) -> list:
-        m = s.masks[t]
-        found = []
+    for t, m in enumerate(s.masks):
         cap = max(HITS_STEP, s.keys[t].size + 1)  # room for any one bucket's candidates
         hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
         for n in kernels.resumed(kernels.simhash_table_hits, old_values.size,
@@ -144,19 +134,7 @@ def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: 
                 io, ip = hit_old[:n], hit_new[:n]
                 x = old_values[io] ^ s.sorted_values[t][ip]
                 keep = _first_table(x, s.masks, t)
-                found.append((old_ids[io[keep]], s.ids[s.order[t][ip[keep]]], np.bitwise_count(x[keep]).astype(np.int64)))
-        return found
-
-    n_threads = min(KERNEL_THREADS if threads is None else threads, len(s.masks))
-    if n_threads > 1 and old_values.size >= MIN_THREADED:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="neardup-kernel") as pool:
-            per_table = list(pool.map(table, range(len(s.masks))))
-    else:
-        per_table = [table(t) for t in range(len(s.masks))]
-    for found in per_table:
-        out.extend(found)
+                out.append((old_ids[io[keep]], s.ids[s.order[t][ip[keep]]], np.bitwise_count(x[keep]).astype(np.int64)))
 
 
 def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
