@@ -30,9 +30,9 @@ def run_once(neardup: str, index: str, path: str) -> tuple[float, int]:
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
     took = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != -9:
-        raise SystemExit(f"{neardup}: ended with {p.returncode}, not at the crash point:\n{err[-2000:]}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != -9:
+        raise SystemExit(f"{neardup}: ended with {code}, not at the crash point:\n{err[-2000:]}")
     return took, usage.ru_maxrss // 1024
 
 

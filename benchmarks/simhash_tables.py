@@ -84,6 +84,10 @@ def main() -> None:
                   params=[lo, hi]).fetchnumpy()["simhash"].astype(np.uint64)
     old = con.sql("SELECT simhash FROM fp_simhash WHERE doc_id < ? ORDER BY doc_id",
                   params=[lo]).fetchnumpy()["simhash"].astype(np.uint64)
+    from neardup.pairs.keys import table_masks
+
+    # the engine's plan is the bits + 2 blocks row: checked, so the comparison is with what it runs
+    assert masks(a.bits + 2, a.bits) == table_masks(a.bits), "simhash_plan changed: update masks()"
     print(f"batch {new.size} documents against {old.size} older, {a.bits} bits")
     print("blocks,tables,lookups,candidates,hits,median_s,runs_s")
     for n in (int(x) for x in a.blocks.split(",")):

@@ -230,9 +230,10 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     timings = timings if timings is not None else {}
     t = time.perf_counter()
     if search is not None:
-        nb, sk, found, _, seconds, mining = search.result()
-        timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + seconds
-        timings["clusters: mine"] = timings.get("clusters: mine", 0.0) + mining
+        r = search.result()
+        nb, sk, found = r.neighbours, r.sketches, r.found
+        timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + r.searching
+        timings["clusters: mine"] = timings.get("clusters: mine", 0.0) + r.mining
         t = lap(timings, "clusters: wait", t)
     else:
         nb, sk = _neighbours(con, postings, lo, hi, settings)
