@@ -15,11 +15,13 @@ candidate rows per slice           ``pairs.batch``            4,000,000
 neighbour rows per slice           ``neighbours``             4,000,000
 =================================  =========================  ===============
 
-What it does not bound: pages of the LMDB postings the process maps while
-it reads or writes them (file-backed, released after each run of lookups or
-writes, but counted in the resident size meanwhile), and a single document
-or posting list larger than a slice (a slice holds at least one document).
-docs/benchmarks.md has the peak resident sizes measured at several sizes.
+Pages of the postings the process maps while it reads them are file-backed
+but counted in the resident size until released: the run files
+(``store.runs``) are read ``LOOKUP_SPAN`` entries at a time (about 48 MB
+mapped) and released in between, LMDB's after every 2,048 keys or values
+read and 16,384 records written. What it does not bound: a single document
+or posting list larger than a slice (a slice holds at least one document). docs/benchmarks.md has the peak resident sizes
+measured at several sizes.
 """
 
 from __future__ import annotations

@@ -209,17 +209,17 @@ def test_a_merge_whose_largest_run_ends_in_an_early_block_keeps_the_other_runs_r
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 12), st.integers(0, 9)), max_size=40),
                 min_size=1, max_size=7),
-       st.lists(st.integers(1, 80), max_size=6), st.sampled_from([(2, 3), (4, 1 << 22)]))
+       st.lists(st.integers(1, 80), max_size=6), st.sampled_from([(2, 3, 5), (4, 1 << 22, 1 << 22), (1, 2, 1)]))
 def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, sizes):
     """A table kept as sorted runs in files (``store.runs``: ``lsh``) reads as the in-memory twin after
-    batches (merged as they accumulate, a cascade in one pass, in blocks as small as 3 entries), a
-    delete, and a reopen; the runs are those of merging two at a time; a merge leaves no file behind
-    but those its manifest names."""
+    batches (merged as they accumulate, a cascade in one pass, in blocks as small as 3 entries, read
+    back a few entries at a time), a delete, and a reopen; the runs are those of merging two at a
+    time; a merge leaves no file behind but those its manifest names."""
     import neardup.store.runs as runs_mod
 
-    fence, block = sizes
-    saved = runs_mod.FENCE, runs_mod.BLOCK
-    runs_mod.FENCE, runs_mod.BLOCK = fence, block
+    fence, block, span = sizes
+    saved = runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN
+    runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN = fence, block, span
     path = tmp_path_factory.mktemp("runs")
     mem, lm = MemoryPostings(), LmdbPostings(path)
     try:
@@ -256,8 +256,56 @@ def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, siz
         on_disk = {f.name for f in (path / "runs").iterdir()} if (path / "runs").is_dir() else set()
         assert on_disk == named
     finally:
-        runs_mod.FENCE, runs_mod.BLOCK = saved
+        runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN = saved
         lm.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 60), min_size=1, max_size=400), st.lists(st.integers(0, 70), max_size=60),
+       st.sampled_from([1, 2, 3, 8, 512]), st.integers(1, 50))
+def test_lookup_slices_cover_the_keys_and_keep_within_the_span(entries, queries, fence, span):
+    """A lookup's slices of its (ascending) keys follow each other without gap or overlap, and the
+    entries of a slice of more than one key lie within ``span`` entries of the run."""
+    from neardup.store.runs import lookup_slices
+
+    k = np.array(sorted(entries), dtype=np.uint64)
+    q = np.array(sorted(set(queries)), dtype=np.uint64)
+    slices = lookup_slices(k[::fence].copy(), q, fence, span)
+    assert [i for s, e in slices for i in range(s, e)] == list(range(q.size))
+    for s, e in slices:
+        assert e > s
+        if e - s > 1:
+            first = int(np.searchsorted(k, q[s], "left"))
+            end = int(np.searchsorted(k, q[e - 1], "right"))
+            assert end - first <= span
+
+
+def test_a_long_lookup_releases_the_run_between_its_slices(tmp_path):
+    """A lookup that reads more of a run than ``LOOKUP_SPAN`` entries releases the run's pages after
+    each slice (so the pages it maps at once stay bounded), and finds what one slice would."""
+    import neardup.store.runs as runs_mod
+
+    saved, real = (runs_mod.FENCE, runs_mod.LOOKUP_SPAN), runs_mod._release
+    released = []
+    lm = LmdbPostings(tmp_path / "p")
+    try:
+        runs_mod.FENCE = 4
+        keys = np.repeat(np.arange(200, dtype=np.uint64), 3)
+        ids = np.arange(1, keys.size + 1, dtype=np.uint64)
+        lm.apply_batch(1, {"lsh": (keys, ids)})
+        probe = np.arange(0, 200, 7, dtype=np.uint64)
+        want = [np.repeat(probe, 3).tolist(), (3 * np.repeat(probe, 3) + np.tile([1, 2, 3], probe.size)).tolist()]
+        runs_mod._release = lambda maps: (released.append(len(maps)), real(maps))
+        assert [x.tolist() for x in lm.runs.lookup("lsh", probe)] == want
+        assert released == [1]  # one slice: the run is released once, with the others, at the end
+        released.clear()
+        runs_mod.LOOKUP_SPAN = 60
+        assert [x.tolist() for x in lm.runs.lookup("lsh", probe)] == want
+    finally:
+        (runs_mod.FENCE, runs_mod.LOOKUP_SPAN), runs_mod._release = saved, real
+        lm.close()
+    # 600 entries, 60 at a time: about ten slices, each released on its own, then every run at the end
+    assert released.count(1) >= 9 and released[-1] == 1
 
 
 @settings(max_examples=80, deadline=None)

@@ -34,7 +34,9 @@ an error leaves the merged files unnamed by any manifest; the next writer remove
 keys, then its keys (compiled binary search over the memory-mapped file),
 and gather the ids of the ranges found: no Python object per key or entry.
 The mapped pages are released after each lookup (``madvise``), as the LMDB
-reads release theirs, so what a process holds resident is its own memory.
+reads release theirs, and within a lookup after every ``LOOKUP_SPAN`` entries
+of a run it reads (a batch's keys reach most of a large run), so what a
+process holds resident is its own memory and a bounded window of each file.
 
 **Ids grow run by run.** A batch's doc ids all exceed those already stored,
 so within a table every id of a run is larger than every id of the runs
@@ -76,6 +78,10 @@ FENCE = 512
 MERGE_RATIO = 2
 #: entries read per block while merging
 BLOCK = 1 << 22
+#: entries of a run a lookup reads before it releases the pages read (about 48 MB of keys and ids
+#: mapped at most, beyond one key's entries): a lookup of a batch's keys otherwise maps most of
+#: the largest run (a gigabyte of ``concept_values`` at 900,000 documents) until it ends
+LOOKUP_SPAN = 1 << 22
 #: with background compaction on, a batch merges in its own transaction only runs holding at most
 #: this many times its entries; a larger merge is left to the background (``RunStore.compact``)
 INLINE_MERGE = 4
@@ -283,26 +289,19 @@ class RunStore:
 
     # -- reading ----------------------------------------------------------
     def lookup(self, table: str, keys: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """``(key, id)`` rows of ``keys`` (sorted, distinct; every key when None), sorted by key then id."""
-        from .. import kernels
+        """``(key, id)`` rows of ``keys`` (sorted, distinct; every key when None), sorted by key then id.
 
+        A run is read ``LOOKUP_SPAN`` entries at a time (``lookup_slices``) and the pages read are
+        released after each such part, so what a lookup maps at once does not grow with the run."""
         kk, vv = [], []
         for seq, n in self.manifest(table):
             if n == 0:
                 continue
             rk, ri, fences = self._open(table, seq, n)
-            if keys is None:
-                kk.append(np.array(rk, dtype=np.uint64))
-                vv.append(np.array(ri, dtype=np.uint64))
-                continue
-            lo, hi = kernels.run_ranges(rk, fences, keys, FENCE)
-            cnt = hi - lo
-            total = int(cnt.sum())
-            if total == 0:
-                continue
-            idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
-            kk.append(np.repeat(keys, cnt).astype(np.uint64))
-            vv.append(np.asarray(ri[idx], dtype=np.uint64))
+            got = _read_run(rk, ri, fences, keys)
+            if got is not None:
+                kk.append(got[0])
+                vv.append(got[1])
         self.release()
         if not kk:
             return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
@@ -519,6 +518,59 @@ class RunStore:
             for ext in (".k", ".i", ".f"):
                 (self.dir / (name + ext)).unlink(missing_ok=True)
         self._replaced, self._pending = [], []
+
+
+def lookup_slices(fences: np.ndarray, keys: np.ndarray, fence: int, span: int) -> list[tuple[int, int]]:
+    """Consecutive slices ``[s, e)`` of ``keys`` (ascending) whose entries in a run with these
+    ``fences`` (every ``fence``-th key) lie within ``span`` entries of each other, going by the
+    fences (a key's entries begin at most ``fence`` entries before the first fence at or above it,
+    and end before the first fence above it); a slice holds at least one key, so one key's entries
+    may exceed ``span``."""
+    if keys.size == 0:
+        return []
+    first = np.maximum(np.searchsorted(fences, keys, side="left") - 1, 0) * fence
+    end = np.searchsorted(fences, keys, side="right") * fence  # ascending with the keys
+    out, s = [], 0
+    while s < keys.size:
+        e = max(s + 1, int(np.searchsorted(end, first[s] + span, side="right")))
+        out.append((s, e))
+        s = e
+    return out
+
+
+def _read_run(rk, ri, fences, keys: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(keys, ids)`` of one run's entries of ``keys`` (every entry when None), in the run's
+    order, read ``LOOKUP_SPAN`` entries at a time with the run's pages released in between when
+    it takes more than one part."""
+    from .. import kernels
+
+    maps = [(rk, ri, fences)]
+    if keys is None:
+        steps = range(0, rk.size, LOOKUP_SPAN)
+        k = np.empty(rk.size, np.uint64)
+        v = np.empty(rk.size, np.uint64)
+        for a in steps:
+            k[a : a + LOOKUP_SPAN] = rk[a : a + LOOKUP_SPAN]
+            v[a : a + LOOKUP_SPAN] = ri[a : a + LOOKUP_SPAN]
+            if len(steps) > 1:
+                _release(maps)
+        return k, v
+    slices = lookup_slices(fences, keys, FENCE, LOOKUP_SPAN)
+    kk, vv = [], []
+    for s, e in slices:
+        q = keys[s:e]
+        lo, hi = kernels.run_ranges(rk, fences, q, FENCE)
+        cnt = hi - lo
+        total = int(cnt.sum())
+        if total:
+            idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
+            kk.append(np.repeat(q, cnt).astype(np.uint64))
+            vv.append(np.asarray(ri[idx], dtype=np.uint64))
+        if len(slices) > 1:
+            _release(maps)
+    if not kk:
+        return None
+    return (kk[0], vv[0]) if len(kk) == 1 else (np.concatenate(kk), np.concatenate(vv))
 
 
 def _release(maps) -> None:
