@@ -209,17 +209,19 @@ def test_a_merge_whose_largest_run_ends_in_an_early_block_keeps_the_other_runs_r
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 2**64 - 1) | st.integers(0, 12), st.integers(0, 9)), max_size=40),
                 min_size=1, max_size=7),
-       st.lists(st.integers(1, 80), max_size=6), st.sampled_from([(2, 3, 5), (4, 1 << 22, 1 << 22), (1, 2, 1)]))
+       st.lists(st.integers(1, 80), max_size=6),
+       st.sampled_from([(2, 3, 5, 1 << 25), (4, 1 << 22, 1 << 22, 1 << 25), (1, 2, 1, 1 << 25), (2, 3, 5, 30), (4, 7, 9, 12)]))
 def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, sizes):
     """A table kept as sorted runs in files (``store.runs``: ``lsh``) reads as the in-memory twin after
     batches (merged as they accumulate, a cascade in one pass, in blocks as small as 3 entries, read
-    back a few entries at a time), a delete, and a reopen; the runs are those of merging two at a
-    time; a merge leaves no file behind but those its manifest names."""
+    back a few entries at a time, with runs capped at as few as 12 entries), a delete, and a reopen;
+    the runs are those of merging two at a time below the cap; a merge leaves no file behind but
+    those its manifest names."""
     import neardup.store.runs as runs_mod
 
-    fence, block, span = sizes
-    saved = runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN
-    runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN = fence, block, span
+    fence, block, span, cap = sizes
+    saved = runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN, runs_mod.MAX_RUN
+    runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN, runs_mod.MAX_RUN = fence, block, span, cap
     path = tmp_path_factory.mktemp("runs")
     mem, lm = MemoryPostings(), LmdbPostings(path)
     try:
@@ -234,11 +236,13 @@ def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, siz
             after = [n for _, n in lm.runs.manifest("lsh")]
             if sum(after) > sum(before):  # the runs are those of merging the two newest, one merge at a time
                 want = before + [sum(after) - sum(before)]
-                while len(want) >= 2 and want[-2] <= runs_mod.MERGE_RATIO * want[-1]:
+                while len(want) >= 2 and want[-2] <= runs_mod.MERGE_RATIO * want[-1] and want[-2] + want[-1] <= cap:
                     want[-2:] = [want[-2] + want[-1]]
                 assert after == want
+                assert after[-1] <= cap or after[-1] == sum(after) - sum(before)  # a merge never writes more
         assert lm.dump() == mem.dump()
-        assert len(lm.runs.manifest("lsh")) <= 1 + int(np.log2(len(batches) + 1)) + 1 or not mem.dump()
+        if cap >= sum(n for _, n in lm.runs.manifest("lsh")):  # the cap never held a merge back
+            assert len(lm.runs.manifest("lsh")) <= 1 + int(np.log2(len(batches) + 1)) + 1 or not mem.dump()
         drop = np.array(sorted(set(gone)), dtype=np.uint64)
         want = mem.dump().get("lsh", {})
         entries = [(k, i) for k, ids in want.items() for i in ids if i in set(drop.tolist())]
@@ -256,7 +260,7 @@ def test_run_tables_read_as_the_memory_twin(tmp_path_factory, batches, gone, siz
         on_disk = {f.name for f in (path / "runs").iterdir()} if (path / "runs").is_dir() else set()
         assert on_disk == named
     finally:
-        runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN = saved
+        runs_mod.FENCE, runs_mod.BLOCK, runs_mod.LOOKUP_SPAN, runs_mod.MAX_RUN = saved
         lm.close()
 
 

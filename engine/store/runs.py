@@ -11,9 +11,11 @@ sorted by key and id, become one **run**: three files written sequentially
 in the postings folder's ``runs/`` (``<table>.<seq>.k``: the keys, uint64;
 ``.i``: the doc ids, uint32; ``.f``: every ``FENCE``-th key, a small index
 kept in memory). The two newest runs are merged while the older holds at
-most ``MERGE_RATIO`` times the newer's entries (about log2 of the batches
-runs per table, each entry rewritten about that many times, sequentially,
-at the speed of a copy); a cascade of such merges is done in one pass over
+most ``MERGE_RATIO`` times the newer's entries and the two hold at most
+``MAX_RUN`` entries (about log2 of the batches runs per table below that
+size, each entry rewritten about that many times, sequentially, at the speed
+of a copy; runs that reached half of ``MAX_RUN`` or more stay as they are, so
+no merge, and no batch it runs beside, grows with the index); a cascade of such merges is done in one pass over
 all the runs it joins (``merge_count``), so only its final run is written,
 and a batch's entries that join a merge are never written alone. Merging
 reads blocks of about ``BLOCK`` entries in all, so it holds a few blocks,
@@ -76,6 +78,11 @@ RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_t
 FENCE = 512
 #: merge the two newest runs while the older holds at most MERGE_RATIO times the newer's entries
 MERGE_RATIO = 2
+#: the most entries a merge writes (about 400 MB of keys and ids): merging every run of a
+#: 900,000-document index into one (100 million ``concept_values`` entries) took a part of the
+#: million-document benchmark 20-30% longer than the parts beside it, where the merges are below
+#: this; a lookup searches each run, which costs little more than searching their union
+MAX_RUN = 1 << 25
 #: entries read per block while merging
 BLOCK = 1 << 22
 #: entries of a run a lookup reads before it releases the pages read (about 48 MB of keys and ids
@@ -108,10 +115,10 @@ def _start_writeback(fh, offset: int, n: int) -> None:
 def merge_count(sizes: list[int]) -> int:
     """How many of the newest runs (entries ``sizes``, oldest first; the last is a batch's new run)
     end up merged into one: the two newest are merged while the older holds at most ``MERGE_RATIO``
-    times the newer's entries (1: the new run stays alone)."""
+    times the newer's entries and the two at most ``MAX_RUN`` (1: the new run stays alone)."""
     sizes = list(sizes)
     j = 1
-    while len(sizes) >= 2 and sizes[-2] <= MERGE_RATIO * sizes[-1]:
+    while len(sizes) >= 2 and sizes[-2] <= MERGE_RATIO * sizes[-1] and sizes[-2] + sizes[-1] <= MAX_RUN:
         sizes[-2:] = [sizes[-2] + sizes[-1]]
         j += 1
     return j
