@@ -78,11 +78,11 @@ RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_t
 FENCE = 512
 #: merge the two newest runs while the older holds at most MERGE_RATIO times the newer's entries
 MERGE_RATIO = 2
-#: the most entries a merge writes (about 400 MB of keys and ids): merging every run of a
+#: the most entries a merge writes (about 200 MB of keys and ids): merging every run of a
 #: 900,000-document index into one (100 million ``concept_values`` entries) took a part of the
 #: million-document benchmark 20-30% longer than the parts beside it, where the merges are below
 #: this; a lookup searches each run, which costs little more than searching their union
-MAX_RUN = 1 << 25
+MAX_RUN = 1 << 24
 #: entries read per block while merging
 BLOCK = 1 << 22
 #: entries of a run a lookup reads before it releases the pages read (about 48 MB of keys and ids
@@ -528,21 +528,19 @@ class RunStore:
 
 
 def lookup_slices(fences: np.ndarray, keys: np.ndarray, fence: int, span: int) -> list[tuple[int, int]]:
-    """Consecutive slices ``[s, e)`` of ``keys`` (ascending) whose entries in a run with these
-    ``fences`` (every ``fence``-th key) lie within ``span`` entries of each other, going by the
-    fences (a key's entries begin at most ``fence`` entries before the first fence at or above it,
-    and end before the first fence above it); a slice holds at least one key, so one key's entries
-    may exceed ``span``."""
+    """Consecutive slices ``[s, e)`` of ``keys`` (ascending) to look up in a run with these
+    ``fences`` (every ``fence``-th key) one after the other: cut at every ``span // fence``-th fence
+    key, so a slice's entries lie within ``span + fence`` entries of the run, or within that and
+    one key's entries when a key holds more than ``span`` (the cut keys it spans collapse). Costs a
+    search per cut, not per key."""
     if keys.size == 0:
         return []
-    first = np.maximum(np.searchsorted(fences, keys, side="left") - 1, 0) * fence
-    end = np.searchsorted(fences, keys, side="right") * fence  # ascending with the keys
-    out, s = [], 0
-    while s < keys.size:
-        e = max(s + 1, int(np.searchsorted(end, first[s] + span, side="right")))
-        out.append((s, e))
-        s = e
-    return out
+    step = max(1, span // fence)
+    if fences.size <= step:  # the whole run is within the span
+        return [(0, int(keys.size))]
+    cuts = np.unique(np.searchsorted(keys, fences[step::step], side="left"))
+    edges = [0, *cuts[(cuts > 0) & (cuts < keys.size)].tolist(), int(keys.size)]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def _read_run(rk, ri, fences, keys: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
