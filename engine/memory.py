@@ -20,8 +20,8 @@ but counted in the resident size until released: the run files
 (``store.runs``) are read ``LOOKUP_SPAN`` entries at a time (about 48 MB
 mapped) and released in between, LMDB's after every 2,048 keys or values
 read and 16,384 records written. What it does not bound: a single document
-or posting list larger than a slice (a slice holds at least one document). docs/benchmarks.md has the peak resident sizes
-measured at several sizes.
+or posting list larger than a slice (a slice holds at least one document).
+docs/benchmarks.md has the peak resident sizes measured at several sizes.
 """
 
 from __future__ import annotations

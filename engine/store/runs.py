@@ -14,9 +14,9 @@ kept in memory). The two newest runs are merged while the older holds at
 most ``MERGE_RATIO`` times the newer's entries and the two hold at most
 ``MAX_RUN`` entries (about log2 of the batches runs per table below that
 size, each entry rewritten about that many times, sequentially, at the speed
-of a copy; runs that reached half of ``MAX_RUN`` or more stay as they are, so
-no merge, and no batch it runs beside, grows with the index); a cascade of such merges is done in one pass over
-all the runs it joins (``merge_count``), so only its final run is written,
+of a copy; runs stop growing at ``MAX_RUN``, so no merge, and no batch it
+runs beside, grows with the index); a cascade of such merges is done in one
+pass over all the runs it joins (``merge_count``), so only its final run is written,
 and a batch's entries that join a merge are never written alone. Merging
 reads blocks of about ``BLOCK`` entries in all, so it holds a few blocks,
 never a whole run.
@@ -78,10 +78,10 @@ RUN_TABLES = frozenset({"concept_values", "lsh", "simhash_tables", "simhash_hp_t
 FENCE = 512
 #: merge the two newest runs while the older holds at most MERGE_RATIO times the newer's entries
 MERGE_RATIO = 2
-#: the most entries a merge writes (about 200 MB of keys and ids): merging every run of a
-#: 900,000-document index into one (100 million ``concept_values`` entries) took a part of the
-#: million-document benchmark 20-30% longer than the parts beside it, where the merges are below
-#: this; a lookup searches each run, which costs little more than searching their union
+#: the most entries a merge writes (about 200 MB of keys and ids): merging every run into one at
+#: the 33rd batch of the million-document benchmark (83 million ``concept_values`` entries and the
+#: other tables') took that part 20-30% longer than the parts beside it; a lookup searches each
+#: run, which costs little more than searching their union
 MAX_RUN = 1 << 24
 #: entries read per block while merging
 BLOCK = 1 << 22
