@@ -222,6 +222,9 @@ def ingest_cmd(
     failed = False
     try:
         memory_bytes = _memory_size(memory_size)
+        from neardup.memory import MemoryPlan, keep_freed_memory
+
+        keep_freed_memory(MemoryPlan(memory_bytes) if memory_bytes else None)  # one ingest a process: freed memory is reused
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
                                threshold, simhash_bits, pairs, keep_clusters, concept_support, content)
         create = None  # on an existing index the options given are checked against its settings, not combined with the defaults

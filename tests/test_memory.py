@@ -96,3 +96,43 @@ def test_cli_memory_option(tmp_path):
 
 def test_default_batch_size_is_unchanged():
     assert memory.MemoryPlan().scaled(int(DEFAULT_BATCH_MB * 1e6)) == int(DEFAULT_BATCH_MB * 1e6)
+
+
+def test_an_ingest_process_keeps_freed_memory_for_reuse_within_its_plan(monkeypatch):
+    """``keep_freed_memory`` (called by the CLI's ingest once ``--memory`` is known): glibc's mallopt
+    takes both settings, the free memory kept scales with the plan, and Arrow allocates through the
+    same malloc; a second call changes nothing."""
+    import ctypes
+    import platform
+
+    import pyarrow as pa
+
+    from neardup.memory import KEEP_FREED, MemoryPlan, keep_freed_memory
+
+    glibc = platform.libc_ver()[0] == "glibc"
+    calls = []
+    if glibc:
+        real = ctypes.CDLL(None)
+
+        class Spy:
+            @property
+            def mallopt(self):
+                f = real.mallopt
+
+                def spy(param, value):
+                    calls.append((param, value))
+                    return f(param, value)
+
+                spy.argtypes = None
+                return spy
+
+        monkeypatch.setattr(ctypes, "CDLL", lambda name: Spy())
+    assert keep_freed_memory(MemoryPlan(1_000_000_000)) is glibc
+    assert pa.default_memory_pool().backend_name == "system"
+    if glibc:
+        assert (-1, KEEP_FREED // 4) in calls and (-4, 0) in calls
+    assert keep_freed_memory() is glibc
+    if glibc:
+        assert calls[-1] == (-1, KEEP_FREED)
+    a = pa.array(["x" * 1000] * 1000)  # allocations still work through it
+    assert pa.compute.utf8_length(a).to_pylist() == [1000] * 1000
