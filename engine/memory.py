@@ -13,6 +13,7 @@ DuckDB's buffer pool               ``store.index``            1 GB
 partners' values kept per batch    ``pairs.values``           256 MiB
 candidate rows per slice           ``pairs.batch``            4,000,000
 neighbour rows per slice           ``neighbours``             4,000,000
+freed memory kept for reuse        ``keep_freed_memory``      1 GiB (CLI ingest)
 =================================  =========================  ===============
 
 Pages of the postings the process maps while it reads them are file-backed
