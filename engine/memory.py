@@ -110,7 +110,7 @@ def keep_freed_memory(plan: MemoryPlan | None = None) -> bool:
     was a fifth of the ingest's CPU (``perf``, ``clear_page_erms``). Here
     glibc's large blocks come from its heap (``M_MMAP_MAX`` 0), which keeps
     up to ``plan.scaled(KEEP_FREED)`` of free memory at its top
-    (``M_TRIM_THRESHOLD``; 1 GB at the default 4 GB plan), and Arrow
+    (``M_TRIM_THRESHOLD``; 1 GiB at the default 4 GB plan), and Arrow
     allocates through the same malloc. For a process that runs one ingest
     (the CLI's), set before its batches; returns False where the C library
     has no ``mallopt`` (not glibc), which changes nothing else."""

@@ -16,8 +16,8 @@ most ``MERGE_RATIO`` times the newer's entries and the two hold at most
 size, each entry rewritten about that many times, sequentially, at the speed
 of a copy; runs stop growing at ``MAX_RUN``, so no merge, and no batch it
 runs beside, grows with the index); a cascade of such merges is done in one
-pass over all the runs it joins (``merge_count``), so only its final run is written,
-and a batch's entries that join a merge are never written alone. Merging
+pass over all the runs it joins (``merge_count``), so only its final run is
+written, and a batch's entries that join a merge are never written alone. Merging
 reads blocks of about ``BLOCK`` entries in all, so it holds a few blocks,
 never a whole run.
 
