@@ -521,7 +521,7 @@ def evaluate(index, gold_pairs: str | None = None, gold_clusters: str | None = N
 
 #: the stages of a batch in the order they run (000 times shingling, images, then clustering)
 STAGES = ("prepare: html", "prepare: normal form", "prepare: words", "prepare: shingles", "prepare: fingerprint", "prepare: terms",
-          "read+prepare", "store", "lexical", "candidate keys", "candidates", "verify", "store pairs", "clusters", "clusters: neighbours",
+          "read+prepare", "store", "lexical", "candidate keys", "candidates", "candidates: simhash scan", "verify", "store pairs", "clusters", "clusters: neighbours",
           "clusters: extended", "clusters: mine", "clusters: insert", "commit", "postings")
 
 

@@ -441,7 +441,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
                 keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings)
                 res.tick("candidate keys", t)
                 res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
-                                                   res.timings, keys=keys)
+                                                   res.timings, keys=keys, beside=True)
             except BaseException:
                 if search is not None:
                     search.abandon()

@@ -15,7 +15,7 @@ from ..sqlfiles import query
 from .chains import _a12_pairs, _chain_pairs
 from .groups import KeyGroups
 from .keys import candidate_postings, pair_methods, simhash_plan
-from .simhash import scan_pairs, use_scan
+from .simhash import ScanBeside, scan_pairs, use_scan
 from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
@@ -44,10 +44,15 @@ def _small_sketches(con, ids: np.ndarray, threshold: float) -> np.ndarray:
 
 def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
                      timings: dict[str, float] | None = None, keys: dict | None = None,
-                     budget: int | None = None) -> dict[str, int]:
+                     budget: int | None = None, beside: bool = False) -> dict[str, int]:
     """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
     own catalog rows must be written; ``postings`` holds the older documents' keys and
     may hold more: only ids below ``lo`` are read from it). Returns pairs per method.
+
+    ``beside``: the older documents' catalog rows are committed and unchanged (an ingest's batch),
+    so a scanned simhash method runs in a thread of its own (``ScanBeside``) while the others
+    find theirs; its own seconds are ``candidates: simhash scan``, what was left to wait for
+    counts in ``candidates``.
 
     Key-matched candidates are found and verified for slices of the batch's documents (the
     pairs whose newer member is in the slice), each emitting about ``budget`` rows
@@ -74,10 +79,51 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     whole = [m for m in methods if m in _WHOLE_BATCH or (m in ("simhash", "simhash_hp") and simhash_plan(settings.simhash_bits) is None)]
     for m in whole:
         found[m].append(_whole_batch_pairs(con, m, keys, lo, hi, postings, settings, timed))
+    scans: dict[str, ScanBeside] = {}
     for m in methods:  # simhash tables of a batch that is not tiny against the index: scanned (pairs.simhash)
         if m in ("simhash", "simhash_hp") and m not in whole and use_scan(hi - lo + 1, _older(con, m, lo)):
-            found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
+            if beside:
+                scans[m] = ScanBeside(con, m, lo, hi, settings.simhash_bits, budget)
+            else:
+                found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
             whole.append(m)
+    try:
+        _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed)
+    finally:
+        for scan in scans.values():
+            scan.abandon()  # a failing batch must not close the catalog under a running scan
+    for m, scan in scans.items():
+        found[m].append(timed(scan.result))
+        if timings is not None:
+            timings["candidates: simhash scan"] = timings.get("candidates: simhash scan", 0.0) + scan.seconds
+    t_verify = time.perf_counter()
+    counts = {}
+    for m, parts in found.items():
+        a, b, sim = (np.concatenate(c) for c in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
+        counts[m] = int(a.size)
+        if a.size:
+            order = np.lexsort((b, a))
+            rows = pa.table({
+                "doc_a": pa.array(a[order], pa.int64()), "doc_b": pa.array(b[order], pa.int64()),
+                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
+                "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
+            })
+            con.register("new_pairs", rows)
+            try:
+                con.execute("INSERT INTO duplicates BY NAME SELECT * FROM new_pairs")
+            finally:
+                con.unregister("new_pairs")
+    if timings is not None:
+        timings["candidate keys"] = timings.get("candidate keys", 0.0) + t_keys - t0
+        timings["candidates"] = timings.get("candidates", 0.0) + spent[0]
+        timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
+        timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
+    return counts
+
+
+def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: list[str], whole: list[str],
+                 keys: dict, budget: int, found: dict, timed) -> None:
+    """The key-matched methods' pairs (those not in ``whole``), slice by slice, into ``found``."""
     keyed = [m for m in methods if m not in whole]
     groups: dict[str, KeyGroups] = {}
     values = ValueCache()
@@ -127,29 +173,6 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
             found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
         step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
         first = last + 1
-    t_verify = time.perf_counter()
-    counts = {}
-    for m, parts in found.items():
-        a, b, sim = (np.concatenate(c) for c in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
-        counts[m] = int(a.size)
-        if a.size:
-            order = np.lexsort((b, a))
-            rows = pa.table({
-                "doc_a": pa.array(a[order], pa.int64()), "doc_b": pa.array(b[order], pa.int64()),
-                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
-                "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
-            })
-            con.register("new_pairs", rows)
-            try:
-                con.execute("INSERT INTO duplicates BY NAME SELECT * FROM new_pairs")
-            finally:
-                con.unregister("new_pairs")
-    if timings is not None:
-        timings["candidate keys"] = timings.get("candidate keys", 0.0) + t_keys - t0
-        timings["candidates"] = timings.get("candidates", 0.0) + spent[0]
-        timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
-        timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
-    return counts
 
 
 def _older(con, m: str, lo: int) -> int:

@@ -20,6 +20,10 @@ once a batch is not tiny against the index (``use_scan``).
 
 from __future__ import annotations
 
+import contextvars
+import threading
+import time
+
 import numpy as np
 
 from .groups import _within
@@ -137,30 +141,85 @@ def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: 
                 out.append((old_ids[io[keep]], s.ids[s.order[t][ip[keep]]], np.bitwise_count(x[keep]).astype(np.int64)))
 
 
-def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
-               timed=None, step: int = OLD_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(doc_a, doc_b, similarity)`` of every pair within ``bits`` bits with ``doc_b`` in
-    ``lo..hi`` and ``doc_a`` any earlier document of the catalog's ``fp_<method>`` (read ``step`` ids at a time;
-    ``budget``: candidates expanded at once)."""
-    timed = timed or (lambda fn, *a: fn(*a))
+def _read(con, table: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(doc_id, simhash)`` of documents ``a..b`` of ``table``, ids ascending."""
+    t = con.sql(f"SELECT doc_id, simhash FROM {table} WHERE doc_id >= ? AND doc_id <= ? ORDER BY doc_id",
+                params=[a, b]).to_arrow_table()
+    return t.column("doc_id").to_numpy().astype(np.int64), t.column("simhash").to_numpy().astype(np.uint64)
+
+
+def _scan(ids: np.ndarray, values: np.ndarray, read_old, lo: int, bits: int, budget: int, step: int,
+          timed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of the batch's simhashes ``values`` (documents ``ids``) among themselves and with
+    the older documents ``0..lo-1``, read ``step`` ids at a time by ``read_old(a, b)``."""
     masks = table_masks(bits)
-    table = f"fp_{method}"
-
-    def read(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        t = con.sql(f"SELECT doc_id, simhash FROM {table} WHERE doc_id >= ? AND doc_id <= ? ORDER BY doc_id",
-                    params=[a, b]).to_arrow_table()
-        return t.column("doc_id").to_numpy().astype(np.int64), t.column("simhash").to_numpy().astype(np.uint64)
-
-    ids, values = read(lo, hi)
     found: list = []
     if ids.size:
         s = timed(_Sorted, ids, values, masks)
         timed(_within_batch, s, bits, budget, found)
         for start in range(0, lo, step):
-            old_ids, old_values = read(start, min(start + step, lo) - 1)
+            old_ids, old_values = read_old(start, min(start + step, lo) - 1)
             if old_ids.size:
                 timed(_against_old, s, old_ids, old_values, bits, budget, found)
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
     a, b, d = (np.concatenate(c) for c in zip(*found))
     return a, b, 1.0 - d / 64.0
+
+
+def _untimed(fn, *args):
+    return fn(*args)
+
+
+def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
+               timed=None, step: int = OLD_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(doc_a, doc_b, similarity)`` of every pair within ``bits`` bits with ``doc_b`` in
+    ``lo..hi`` and ``doc_a`` any earlier document of the catalog's ``fp_<method>`` (read ``step`` ids at a time;
+    ``budget``: candidates expanded at once)."""
+    table = f"fp_{method}"
+    ids, values = _read(con, table, lo, hi)
+    return _scan(ids, values, lambda a, b: _read(con, table, a, b), lo, bits, budget, step, timed or _untimed)
+
+
+class ScanBeside:
+    """``scan_pairs`` in a thread of its own, run while the batch's other pairs are found (an
+    ingest's: the simhash scan reads nothing the other pair methods write).
+
+    The batch's own simhashes are read here, in its transaction; the thread reads the older
+    documents' through a connection of its own (they are committed), in a copy of the caller's
+    context (the same memory plan). ``result()`` waits for the pairs and raises what the scan
+    raised; ``seconds`` is then the thread's own time. A caller that fails must still call
+    ``result()`` (or ``abandon()``) before the catalog closes."""
+
+    def __init__(self, con, method: str, lo: int, hi: int, bits: int, budget: int, step: int = OLD_STEP):
+        table = f"fp_{method}"
+        ids, values = _read(con, table, lo, hi)
+        self._cur = con.cursor()
+        self._out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._exc: BaseException | None = None
+        self.seconds = 0.0
+
+        def run() -> None:
+            t = time.perf_counter()
+            try:
+                self._out = _scan(ids, values, lambda a, b: _read(self._cur, table, a, b), lo, bits, budget,
+                                  step, _untimed)
+            except BaseException as exc:  # raised again by result()
+                self._exc = exc
+            self.seconds = time.perf_counter() - t
+
+        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                        name=f"neardup-{method}-scan", daemon=True)
+        self._thread.start()
+
+    def abandon(self) -> None:
+        if self._cur is not None:
+            self._thread.join()
+            self._cur.close()
+            self._cur = None
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.abandon()
+        if self._exc is not None:
+            raise self._exc
+        return self._out
