@@ -154,6 +154,42 @@ def test_simhash_pairs_by_postings_and_by_scan_are_the_same(tmp_path, monkeypatc
             assert want and set(found(con, m)) == want
 
 
+@pytest.mark.parametrize("fail_in", ["scan", "keyed"])
+def test_a_failing_simhash_scan_or_keyed_search_beside_it_leaves_the_index_as_it_was(tmp_path, monkeypatch, fail_in):
+    """An ingest's simhash scan runs in a thread beside the keyed methods (``ScanBeside``): an error
+    in the thread is raised by the ingest, an error in the keyed methods waits for the thread first;
+    either way the batch is rolled back and the next ingest gives the pairs of an ingest that never failed."""
+    import threading
+
+    from neardup.pairs import batch as pair_batch
+    from neardup.pairs import simhash as scan
+
+    monkeypatch.setattr(scan, "SCAN_RATIO", 10**9)  # every batch is scanned
+    recs = corpus(n_base=6, variants=3, seed=5)
+    s = Settings(methods=("shingles", "minhash", "simhash"), pairs=("jaccard", "simhash"), simhash_bits=5)
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", recs[:9])), create_with=s)
+    before = snapshot(tmp_path / "i")
+    second = write_jsonl(tmp_path / "b.jsonl", recs[9:])
+
+    def boom(*args):
+        raise RuntimeError("injected")
+
+    with monkeypatch.context() as m:
+        m.setattr(scan if fail_in == "scan" else pair_batch, "_against_old" if fail_in == "scan" else "_keyed_pairs", boom)
+        with pytest.raises(RuntimeError, match="injected"):
+            ingest(idx, str(second))
+    assert not [t for t in threading.enumerate() if t.name.startswith("neardup-simhash")]
+    assert snapshot(tmp_path / "i") == before
+    ingest(idx, str(second))
+    ref = Index(tmp_path / "r")
+    ingest(ref, str(write_jsonl(tmp_path / "all.jsonl", recs[:9])), create_with=s)
+    ingest(ref, str(second))
+    with idx.reader() as con, ref.reader() as con_ref:
+        for meth in ("jaccard", "simhash"):
+            assert found(con, meth) == found(con_ref, meth) and found(con, meth)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(8, 40), st.integers(0, 40), st.data())
 def test_agreement_filter_keeps_every_pair_the_full_values_keep(perms, need, data):
