@@ -313,6 +313,33 @@ def test_a_long_lookup_releases_the_run_between_its_slices(tmp_path):
     assert released.count(1) >= 9 and released[-1] == 1
 
 
+def test_a_delete_rewrites_a_long_run_a_block_at_a_time(tmp_path):
+    """A delete (``RunStore.remove``) reads a run and writes what it keeps ``BLOCK`` entries at a
+    time, releasing the run's pages after each block (a delete against a large index maps a block
+    of a run, not the run), and leaves what the in-memory twin leaves."""
+    import neardup.store.runs as runs_mod
+
+    saved, real = runs_mod.BLOCK, runs_mod._release
+    released = []
+    lm, mem = LmdbPostings(tmp_path / "p"), MemoryPostings()
+    try:
+        runs_mod.BLOCK = 50
+        keys = np.repeat(np.arange(200, dtype=np.uint64), 3)
+        ids = np.arange(1, keys.size + 1, dtype=np.uint64)
+        for store in (lm, mem):
+            store.apply_batch(1, {"lsh": (keys, ids)})
+        gone = ids[::7]
+        runs_mod._release = lambda maps: (released.append(len(maps)), real(maps))
+        for store in (lm, mem):
+            store.remove_batch(2, {"lsh": (keys[::7], gone)}, max_doc_id=int(ids[-1]))
+        assert lm.dump() == mem.dump() and len(mem.dump()["lsh"]) == 200
+    finally:
+        runs_mod.BLOCK, runs_mod._release = saved, real
+        lm.close()
+    # 600 entries, 50 at a time: twelve blocks read to find the dropped entries, twelve rewritten
+    assert released.count(1) >= 24
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=300), st.lists(st.integers(0, 45), max_size=40),
        st.sampled_from([1, 2, 3, 8, 512]), st.booleans())

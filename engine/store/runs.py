@@ -356,10 +356,12 @@ class RunStore:
         runs = self.manifest(table, txn)
         out = []
         for s, n in runs:
-            _, ri, _ = self._open(table, s, n)
+            run = self._open(table, s, n)
+            rk, ri, _ = run
             drop = np.zeros(n, bool)
-            for a in range(0, n, BLOCK):
+            for a in range(0, n, BLOCK):  # the run's pages released after each block, as a lookup's
                 drop[a : a + BLOCK] = np.isin(np.asarray(ri[a : a + BLOCK], dtype=np.uint64), gone)
+                _release([run])
             if not drop.any():
                 out.append((s, n))
                 continue
@@ -368,10 +370,7 @@ class RunStore:
             if left == 0:
                 continue
             seq = self._next_seq(txn, db)
-            rk, ri, _ = self._open(table, s, n)
-            parts = ((np.asarray(rk[a : a + BLOCK])[~drop[a : a + BLOCK]], np.asarray(ri[a : a + BLOCK])[~drop[a : a + BLOCK]])
-                     for a in range(0, n, BLOCK))
-            self._write_files(table, seq, parts, left)
+            self._write_files(table, seq, _kept_blocks(run, drop), left)
             out.append((seq, left))
         self.release()
         self._set_manifest(txn, db, table, out)
@@ -576,6 +575,16 @@ def _read_run(rk, ri, fences, keys: np.ndarray | None) -> tuple[np.ndarray, np.n
     if not kk:
         return None
     return (kk[0], vv[0]) if len(kk) == 1 else (np.concatenate(kk), np.concatenate(vv))
+
+
+def _kept_blocks(run, drop: np.ndarray):
+    """The entries of ``run`` (``(keys, ids, fences)``) not marked in ``drop``, ``BLOCK`` entries of
+    the run at a time (copies), its pages released after each block."""
+    rk, ri, _ = run
+    for a in range(0, rk.size, BLOCK):
+        keep = ~drop[a : a + BLOCK]
+        yield np.asarray(rk[a : a + BLOCK])[keep], np.asarray(ri[a : a + BLOCK])[keep]
+        _release([run])
 
 
 def _release(maps) -> None:
