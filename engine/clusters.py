@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from . import concepts
 from .neighbours import all_pairs, neighbour_lists, postings_of, search
-from .pipeline import lap
+from .pipeline import Beside, lap
 from .settings import Settings
 from .arrays import unique
 
@@ -181,39 +181,29 @@ class NeighbourSearch:
     search)."""
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
-        import contextvars
-        import threading
-
         ids, flat, lens = _new_sketches(con, lo, hi)
         self._cur = con.cursor()
-        self._out: SearchResult | None = None
-        self._exc: BaseException | None = None
+        cur = self._cur
 
-        def run() -> None:
+        def run() -> SearchResult:
             t = time.perf_counter()
-            try:
-                nb, sk = _neighbours_of(self._cur, postings, lo, ids, flat, lens, settings)
-                t_mine = time.perf_counter()
-                found = _mine(nb, sk, lo, hi, settings.support)
-                mining = time.perf_counter() - t_mine
-                self._out = SearchResult(nb, sk, found, concept_postings_of(ids, flat, lens, settings.support),
-                                         t_mine - t, mining)
-            except BaseException as exc:  # raised again by result()
-                self._exc = exc
+            nb, sk = _neighbours_of(cur, postings, lo, ids, flat, lens, settings)
+            t_mine = time.perf_counter()
+            found = _mine(nb, sk, lo, hi, settings.support)
+            mining = time.perf_counter() - t_mine
+            return SearchResult(nb, sk, found, concept_postings_of(ids, flat, lens, settings.support), t_mine - t, mining)
 
-        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(run,),
-                                        name="neardup-concepts", daemon=True)
-        self._thread.start()
+        self._job = Beside(run, "neardup-concepts")
 
     def _join(self) -> None:
-        self._thread.join()
-        self._cur.close()
+        if self._cur is not None:
+            self._job.join()
+            self._cur.close()
+            self._cur = None
 
     def result(self) -> SearchResult:
         self._join()
-        if self._exc is not None:
-            raise self._exc
-        return self._out
+        return self._job.result()
 
     def abandon(self) -> None:
         self._join()

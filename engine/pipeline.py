@@ -8,6 +8,7 @@ keeps memory bounded: at most ``depth`` chunks wait in the queue.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import queue
 import threading
@@ -30,6 +31,38 @@ def lap(timings: dict[str, float], stage: str, since: float) -> float:
     now = time.perf_counter()
     timings[stage] = timings.get(stage, 0.0) + now - since
     return now
+
+
+class Beside:
+    """``fn()`` run in a thread of its own (``name``) while the caller goes on, in a copy of the
+    caller's context (so under the same memory plan). ``result()`` waits for it and returns what
+    ``fn`` returned or raises what it raised; ``join()`` only waits (a caller that fails must wait
+    before closing what ``fn`` reads); ``seconds`` is then the thread's own time."""
+
+    def __init__(self, fn: Callable[[], T], name: str):
+        self._out: T | None = None
+        self._exc: BaseException | None = None
+        self.seconds = 0.0
+
+        def run() -> None:
+            t = time.perf_counter()
+            try:
+                self._out = fn()
+            except BaseException as exc:  # raised again by result()
+                self._exc = exc
+            self.seconds = time.perf_counter() - t
+
+        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), name=name, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._exc is not None:
+            raise self._exc
+        return self._out
 
 
 def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:

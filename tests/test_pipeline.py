@@ -77,3 +77,22 @@ def test_closing_early_stops_the_feeding():
     time.sleep(0.05)
     assert items.taken <= 5 + 3
     assert not any(t.name.startswith("neardup-prepare") for t in threading.enumerate())
+
+
+def test_beside_runs_in_the_callers_context_and_raises_what_it_raised():
+    """``Beside`` (the concept neighbour search's and the simhash scan's thread) sees the memory plan
+    of the caller that started it, even once the caller has left it, and ``result()`` raises the
+    thread's error in the caller."""
+    from neardup import memory
+    from neardup.pipeline import Beside
+
+    with memory.using(memory.MemoryPlan(1_000_000_000)):
+        job = Beside(lambda: memory.current().total, "neardup-test")
+    assert memory.current().total == memory.DEFAULT_MEMORY
+    assert job.result() == 1_000_000_000 and job.seconds >= 0
+
+    def boom():
+        raise KeyError("in the thread")
+
+    with pytest.raises(KeyError, match="in the thread"):
+        Beside(boom, "neardup-test").result()

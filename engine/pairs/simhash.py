@@ -20,12 +20,9 @@ once a batch is not tiny against the index (``use_scan``).
 
 from __future__ import annotations
 
-import contextvars
-import threading
-import time
-
 import numpy as np
 
+from ..pipeline import Beside
 from .groups import _within
 from .keys import table_masks
 
@@ -195,31 +192,20 @@ class ScanBeside:
         table = f"fp_{method}"
         ids, values = _read(con, table, lo, hi)
         self._cur = con.cursor()
-        self._out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._exc: BaseException | None = None
-        self.seconds = 0.0
+        cur = self._cur
+        self._job = Beside(lambda: _scan(ids, values, lambda a, b: _read(cur, table, a, b), lo, bits, budget, step, _untimed),
+                           f"neardup-{method}-scan")
 
-        def run() -> None:
-            t = time.perf_counter()
-            try:
-                self._out = _scan(ids, values, lambda a, b: _read(self._cur, table, a, b), lo, bits, budget,
-                                  step, _untimed)
-            except BaseException as exc:  # raised again by result()
-                self._exc = exc
-            self.seconds = time.perf_counter() - t
-
-        self._thread = threading.Thread(target=contextvars.copy_context().run, args=(run,),
-                                        name=f"neardup-{method}-scan", daemon=True)
-        self._thread.start()
+    @property
+    def seconds(self) -> float:
+        return self._job.seconds
 
     def abandon(self) -> None:
         if self._cur is not None:
-            self._thread.join()
+            self._job.join()
             self._cur.close()
             self._cur = None
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self.abandon()
-        if self._exc is not None:
-            raise self._exc
-        return self._out
+        return self._job.result()

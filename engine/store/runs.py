@@ -357,7 +357,7 @@ class RunStore:
         out = []
         for s, n in runs:
             run = self._open(table, s, n)
-            rk, ri, _ = run
+            _, ri, _ = run
             drop = np.zeros(n, bool)
             for a in range(0, n, BLOCK):  # the run's pages released after each block, as a lookup's
                 drop[a : a + BLOCK] = np.isin(np.asarray(ri[a : a + BLOCK], dtype=np.uint64), gone)
