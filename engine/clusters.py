@@ -182,8 +182,7 @@ class NeighbourSearch:
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
         ids, flat, lens = _new_sketches(con, lo, hi)
-        self._cur = con.cursor()
-        cur = self._cur
+        cur = con.cursor()
 
         def run() -> SearchResult:
             t = time.perf_counter()
@@ -193,20 +192,13 @@ class NeighbourSearch:
             mining = time.perf_counter() - t_mine
             return SearchResult(nb, sk, found, concept_postings_of(ids, flat, lens, settings.support), t_mine - t, mining)
 
-        self._job = Beside(run, "neardup-concepts")
-
-    def _join(self) -> None:
-        if self._cur is not None:
-            self._job.join()
-            self._cur.close()
-            self._cur = None
+        self._job = Beside(run, "neardup-concepts", done=cur.close)
 
     def result(self) -> SearchResult:
-        self._join()
         return self._job.result()
 
     def abandon(self) -> None:
-        self._join()
+        self._job.join()
 
 
 def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,

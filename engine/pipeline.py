@@ -37,11 +37,13 @@ class Beside:
     """``fn()`` run in a thread of its own (``name``) while the caller goes on, in a copy of the
     caller's context (so under the same memory plan). ``result()`` waits for it and returns what
     ``fn`` returned or raises what it raised; ``join()`` only waits (a caller that fails must wait
-    before closing what ``fn`` reads); ``seconds`` is then the thread's own time."""
+    before closing what ``fn`` reads); either calls ``done`` once the thread has ended (the first
+    time only: closing what ``fn`` read). ``seconds`` is then the thread's own time."""
 
-    def __init__(self, fn: Callable[[], T], name: str):
+    def __init__(self, fn: Callable[[], T], name: str, done: Callable[[], None] | None = None):
         self._out: T | None = None
         self._exc: BaseException | None = None
+        self._done = done
         self.seconds = 0.0
 
         def run() -> None:
@@ -57,9 +59,12 @@ class Beside:
 
     def join(self) -> None:
         self._thread.join()
+        done, self._done = self._done, None
+        if done is not None:
+            done()
 
     def result(self) -> T:
-        self._thread.join()
+        self.join()
         if self._exc is not None:
             raise self._exc
         return self._out

@@ -96,3 +96,15 @@ def test_beside_runs_in_the_callers_context_and_raises_what_it_raised():
 
     with pytest.raises(KeyError, match="in the thread"):
         Beside(boom, "neardup-test").result()
+
+
+def test_beside_calls_done_once_after_the_thread_ends():
+    """``done`` (closing what the thread read) runs after the thread, once, however often the caller waits."""
+    from neardup.pipeline import Beside
+
+    order = []
+    job = Beside(lambda: (time.sleep(0.05), order.append("fn"))[1], "neardup-test", done=lambda: order.append("done"))
+    job.join()
+    job.result()
+    job.join()
+    assert order == ["fn", "done"]

@@ -191,21 +191,16 @@ class ScanBeside:
     def __init__(self, con, method: str, lo: int, hi: int, bits: int, budget: int, step: int = OLD_STEP):
         table = f"fp_{method}"
         ids, values = _read(con, table, lo, hi)
-        self._cur = con.cursor()
-        cur = self._cur
+        cur = con.cursor()
         self._job = Beside(lambda: _scan(ids, values, lambda a, b: _read(cur, table, a, b), lo, bits, budget, step, _untimed),
-                           f"neardup-{method}-scan")
+                           f"neardup-{method}-scan", done=cur.close)
 
     @property
     def seconds(self) -> float:
         return self._job.seconds
 
     def abandon(self) -> None:
-        if self._cur is not None:
-            self._job.join()
-            self._cur.close()
-            self._cur = None
+        self._job.join()
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        self.abandon()
         return self._job.result()
