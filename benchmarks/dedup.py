@@ -10,8 +10,10 @@ the documents with edited copies), in one run:
   shingle sets;
 * neardup: ``neardup ingest`` of the JSONL file into a fresh index with the
   default settings (threshold 0.8), as a subprocess, then its ``jaccard``
-  pairs; the time includes reading, storing texts and every default
-  fingerprint (everything ingest does).
+  pairs read from the catalog (``neardup.query.run_sql``); the time includes
+  reading, storing texts and every default fingerprint (everything ingest
+  does). Before 2026-11-26 the pairs were read by a second process
+  (``neardup sql``, about 1 s of process start and CLI): ``--pairs-via-cli``.
 
 The peers read the JSONL and shingle in the timed region too (words are runs
 of letters and digits of the lower-cased text, as neardup's tokenizer makes
@@ -87,20 +89,33 @@ def run_sss(path: Path) -> set[tuple[int, int]]:
     return {(min(x, y), max(x, y)) for x, y, s in all_pairs(sets, similarity_func_name="jaccard", similarity_threshold=THRESHOLD) if s >= THRESHOLD}
 
 
+PAIRS_SQL = "SELECT doc_a - 1 AS a, doc_b - 1 AS b FROM duplicates WHERE method = 'jaccard'"
+
+
 def run_neardup(path: Path) -> set[tuple[int, int]]:
+    """``neardup ingest`` of the corpus into a fresh index (a process of its own, as a user runs it),
+    then its pairs read from the catalog by the engine's ``run_sql`` in this process (what a Python
+    user of the index does; ``--pairs-via-cli`` reads them with a second process, ``neardup sql``)."""
     tmp = Path(tempfile.mkdtemp(prefix="neardup-dedup-"))
     try:
         idx = tmp / "idx"
         code = "from neardup.cli.app import main; main()"
         subprocess.run([sys.executable, "-c", code, "ingest", "--quiet", "--index", str(idx), str(path)], check=True)
-        out = subprocess.run(
-            [sys.executable, "-c", code, "sql", "--index", str(idx), "--format", "csv",
-             "SELECT doc_a - 1, doc_b - 1 FROM duplicates WHERE method = 'jaccard'"],
-            check=True, capture_output=True, text=True,
-        ).stdout.splitlines()[1:]
-        return {tuple(int(x) for x in line.split(",")) for line in out if line}
+        if PAIRS_VIA_CLI:
+            out = subprocess.run([sys.executable, "-c", code, "sql", "--index", str(idx), "--format", "csv", PAIRS_SQL],
+                                 check=True, capture_output=True, text=True).stdout.splitlines()[1:]
+            return {tuple(int(x) for x in line.split(",")) for line in out if line}
+        from neardup import Index
+        from neardup.query import run_sql
+
+        t = run_sql(Index(idx), PAIRS_SQL)
+        return set(zip(t.column("a").to_pylist(), t.column("b").to_pylist()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: read neardup's pairs with a second process (``neardup sql``), as this script did before 2026-11-26
+PAIRS_VIA_CLI = False
 
 
 def in_child(fn, path: Path) -> tuple[float, set, float]:
@@ -148,7 +163,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma-separated tools to leave out: datasketch, sss")
     ap.add_argument("--corpus", help="a real corpus: JSON Lines with url and (extracted) text")
+    ap.add_argument("--pairs-via-cli", action="store_true",
+                    help="read neardup's pairs with a second process (neardup sql --format csv), not run_sql in the timed child")
     a = ap.parse_args()
+    global PAIRS_VIA_CLI
+    PAIRS_VIA_CLI = a.pairs_via_cli
     path = Path(a.corpus) if a.corpus else build_dedup_jsonl(a.docs)
     tools = [("neardup ingest (end to end)", run_neardup)]
     skip = set(a.skip.split(","))
