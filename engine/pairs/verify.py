@@ -68,7 +68,8 @@ def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 
 
 def set_jaccard(blobs: list[bytes], ra: np.ndarray, rb: np.ndarray, at_least: float | None = None) -> np.ndarray:
     """``shingle_jaccard`` on values in memory: ``blobs`` are stored shingle sets (``fp_shingles.hashes``:
-    ascending big-endian uint64), pair ``i`` is blobs ``ra[i]``, ``rb[i]``. One merge per pair."""
+    ascending big-endian uint64), pair ``i`` is blobs ``ra[i]``, ``rb[i]``. One merge per pair, or
+    with ``at_least`` one per set and one of two small differences per pair (``pairs.hubdiff``)."""
     from .. import kernels
 
     offs = np.zeros(len(blobs) + 1, dtype=np.int64)
@@ -80,7 +81,10 @@ def set_jaccard(blobs: list[bytes], ra: np.ndarray, rb: np.ndarray, at_least: fl
         data = data.copy()
     swap = sys.byteorder == "little"
     if at_least is not None:
-        return in_parts(lambda x, y: kernels.pair_jaccard_at_least(data, offs, x, y, float(at_least), swap), ra, rb)
+        from .hubdiff import pair_jaccard_at_least
+
+        # the pairs of one template's pages through each page's difference from one of them
+        return pair_jaccard_at_least(data, offs, ra, rb, float(at_least), swap)
     return in_parts(lambda x, y: kernels.pair_jaccard(data, offs, x, y, swap), ra, rb)
 
 
