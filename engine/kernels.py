@@ -483,40 +483,51 @@ def pair_jaccard(data, offs, ra, rb, swap=False):
     return out
 
 
+@njit(cache=True, inline="always")
+def needed_common(na, nb, t):
+    """The fewest values two sets of ``na`` and ``nb`` values share at a Jaccard of ``t`` or more
+    (``|A n B| >= t (|A| + |B|) / (1 + t)``), taken a little low: never refuses a pair at ``t``."""
+    return np.ceil(t * (na + nb) / (1.0 + t) - 1e-6)
+
+
+@njit(cache=True, inline="always")
+def jaccard_at_least(data, i, ie, j, je, t, swap=False):
+    """The Jaccard of the sorted runs ``data[i:ie]`` and ``data[j:je]``, or -1.0 below ``t``: the
+    merge stops as soon as more values of either are unmatched than a Jaccard of ``t`` allows (at
+    most ``|A| - needed_common`` of A's values unmatched)."""
+    na, nb = ie - i, je - j
+    need = needed_common(na, nb, t)
+    free_a, free_b = na - need, nb - need
+    inter, miss_a, miss_b = 0, 0, 0
+    while i < ie and j < je:
+        x, y = _at(data, i, swap), _at(data, j, swap)
+        if x == y:
+            inter += 1
+            i += 1
+            j += 1
+        elif x < y:
+            miss_a += 1
+            i += 1
+            if miss_a > free_a:
+                break
+        else:
+            miss_b += 1
+            j += 1
+            if miss_b > free_b:
+                break
+    if miss_a > free_a or miss_b > free_b:
+        return -1.0
+    union = na + nb - inter
+    return inter / union if union > 0 else 0.0
+
+
 @njit(cache=True, nogil=True)
 def pair_jaccard_at_least(data, offs, ra, rb, t, swap=False):
     """As ``pair_jaccard`` for the pairs whose Jaccard reaches ``t``; -1.0 for the others, whose
-    merge stops as soon as more values are unmatched than a Jaccard of ``t`` allows
-    (``|A n B| >= t (|A| + |B|) / (1 + t)``, so at most ``|A| - that`` of A's values unmatched)."""
+    merge stops early (``jaccard_at_least``)."""
     out = np.empty(ra.size, np.float64)
     for p in range(ra.size):
-        i, ie = offs[ra[p]], offs[ra[p] + 1]
-        j, je = offs[rb[p]], offs[rb[p] + 1]
-        na, nb = ie - i, je - j
-        need = np.ceil(t * (na + nb) / (1.0 + t) - 1e-6)  # a little below: never stops a pair at t
-        free_a, free_b = na - need, nb - need
-        inter, miss_a, miss_b = 0, 0, 0
-        while i < ie and j < je:
-            x, y = _at(data, i, swap), _at(data, j, swap)
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                miss_a += 1
-                i += 1
-                if miss_a > free_a:
-                    break
-            else:
-                miss_b += 1
-                j += 1
-                if miss_b > free_b:
-                    break
-        if miss_a > free_a or miss_b > free_b:
-            out[p] = -1.0
-        else:
-            union = na + nb - inter
-            out[p] = inter / union if union > 0 else 0.0
+        out[p] = jaccard_at_least(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1], t, swap)
     return out
 
 

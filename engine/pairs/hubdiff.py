@@ -110,41 +110,16 @@ def _pair_jaccard(data, offs, ra, rb, t, swap, hub, keep, xo, yo, xs, ys):
     out = np.empty(ra.size, np.float64)
     for p in range(ra.size):
         a, b = ra[p], rb[p]
-        i, ie = offs[a], offs[a + 1]
-        j, je = offs[b], offs[b + 1]
-        na, nb = ie - i, je - j
-        need = np.ceil(t * (na + nb) / (1.0 + t) - 1e-6)  # as pair_jaccard_at_least
+        na, nb = offs[a + 1] - offs[a], offs[b + 1] - offs[b]
         xa, xb = xo[a + 1] - xo[a], xo[b + 1] - xo[b]
         cost = xa + xb + (yo[a + 1] - yo[a]) + (yo[b + 1] - yo[b])
-        if keep[a] and keep[b] and hub[a] == hub[b] and 2 * cost < na + nb:
-            h = hub[a]
-            inter = (offs[h + 1] - offs[h]) - xa - xb + kernels._common(xs, xo[a], xo[a + 1], xo[b], xo[b + 1], swap) \
-                + kernels._common(ys, yo[a], yo[a + 1], yo[b], yo[b + 1], swap)
-            if inter < need:  # the merge of the whole sets stops for the same pairs: fewer shared than needed
-                out[p] = -1.0
-            else:
-                union = na + nb - inter
-                out[p] = inter / union if union > 0 else 0.0
+        if not (keep[a] and keep[b] and hub[a] == hub[b] and 2 * cost < na + nb):
+            out[p] = kernels.jaccard_at_least(data, offs[a], offs[a + 1], offs[b], offs[b + 1], t, swap)
             continue
-        free_a, free_b = na - need, nb - need
-        inter, miss_a, miss_b = 0, 0, 0
-        while i < ie and j < je:
-            x, y = _at(data, i, swap), _at(data, j, swap)
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                miss_a += 1
-                i += 1
-                if miss_a > free_a:
-                    break
-            else:
-                miss_b += 1
-                j += 1
-                if miss_b > free_b:
-                    break
-        if miss_a > free_a or miss_b > free_b:
+        h = hub[a]
+        inter = (offs[h + 1] - offs[h]) - xa - xb + kernels._common(xs, xo[a], xo[a + 1], xo[b], xo[b + 1], swap) \
+            + kernels._common(ys, yo[a], yo[a + 1], yo[b], yo[b + 1], swap)
+        if inter < kernels.needed_common(na, nb, t):  # the whole sets' merge stops for the same pairs
             out[p] = -1.0
         else:
             union = na + nb - inter
