@@ -173,9 +173,35 @@ def _nfkc_changeable() -> list[int]:
 
 @functools.cache
 def _needs_python() -> str:
-    """An RE2 class of the characters whose strings (or lines) ``normal_form`` leaves to Python."""
+    """An RE2 class of the characters whose strings (or lines) ``normal_form`` leaves to Python
+    (``_computed_needs_python``, kept between processes by ``tablecache``)."""
+    return str(_tables()["needs_python"])
+
+
+def _computed_needs_python() -> str:
     cps = sorted(set(_nfkc_changeable()) | set(_fold_differs_cps()))
     return f"[{_class(cps)}\\x{{{_PLANES_CHECKED:x}}}-\\x{{10ffff}}]"
+
+
+#: code points of the word table
+_CODE_POINTS = 0x110000
+
+
+@functools.cache
+def _tables() -> dict[str, np.ndarray]:
+    """The word table (bits) and the needs-Python class, from ``tablecache``'s file or computed."""
+    from . import tablecache
+
+    def check(t: dict[str, np.ndarray]) -> bool:
+        words, cls = t.get("words"), t.get("needs_python")
+        return (words is not None and words.dtype == np.uint8 and words.shape == (_CODE_POINTS // 8,)
+                and cls is not None and cls.dtype.kind == "U" and cls.shape == () and str(cls).startswith("["))
+
+    return tablecache.cached(
+        "text",
+        lambda: {"words": np.packbits(_computed_word_table()), "needs_python": np.array(_computed_needs_python())},
+        check,
+    )
 
 
 @functools.cache
@@ -206,6 +232,12 @@ def _utf8(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 @functools.cache
 def _word_table() -> np.ndarray:
+    """Code point -> is a word character (``_computed_word_table``, kept between processes by
+    ``tablecache``)."""
+    return np.unpackbits(_tables()["words"]).view(bool)
+
+
+def _computed_word_table() -> np.ndarray:
     """Code point -> is a word character (general category L*, M* or N*).
 
     Built from the running Python's Unicode database, over the planes that
@@ -213,7 +245,7 @@ def _word_table() -> np.ndarray:
     selectors U+E0100-U+E01EF (marks); the rest is private use, tags and
     unassigned.
     """
-    t = np.zeros(0x110000, dtype=bool)
+    t = np.zeros(_CODE_POINTS, dtype=bool)
     for lo, hi in ((0, 0x32400), (0xE0000, 0xE1000)):
         t[lo:hi] = np.fromiter((unicodedata.category(chr(c))[0] in "LMN" for c in range(lo, hi)), dtype=bool, count=hi - lo)
     return t
