@@ -207,6 +207,11 @@ class Prefixed(io.RawIOBase):
             b[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
+        readinto = getattr(self._raw, "readinto", None)
+        if readinto is not None:  # straight into the caller's buffer (no copy of each block)
+            n = readinto(b)
+            if n is not None:
+                return n
         data = self._raw.read(len(b))
         b[: len(data)] = data
         return len(data)
