@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from .. import kernels
+from ..arrays import unique
 from ..kernels import _at
 from ..pipeline import in_parts
 
@@ -157,7 +158,7 @@ def differences(data: np.ndarray, offs: np.ndarray, ra: np.ndarray, rb: np.ndarr
     per set (stopped once the difference passes ``MAX_DIFF`` of the set), on ``KERNEL_THREADS`` threads."""
     n = offs.size - 1
     hub = hubs(n, ra, rb)
-    rows = np.unique(np.concatenate([ra, rb]))
+    rows = unique(np.concatenate([ra, rb]))  # by a sort (np.unique's hash path is slow here, arrays.py)
     limit = (np.diff(offs)[rows] * MAX_DIFF).astype(np.int64)
     sizes = in_parts(lambda r, c: _diff_sizes(data, offs, r, hub, c, swap), rows, limit)
     kept = sizes.sum(axis=1) <= limit
