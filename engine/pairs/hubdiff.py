@@ -93,15 +93,9 @@ def _fill_diffs(data, offs, rows, hub, keep, xo, yo, xs, ys, swap):
                 ys[y] = data[j]
                 y += 1
                 j += 1
-        while i < ie:
-            xs[x] = data[i]
-            x += 1
-            i += 1
-        while j < je:
-            ys[y] = data[j]
-            y += 1
-            j += 1
-        out[r] = (x - xo[d]) + (y - yo[d])
+        xs[x : x + (ie - i)] = data[i:ie]  # the rest of either set is in no other
+        ys[y : y + (je - j)] = data[j:je]
+        out[r] = (x + ie - i - xo[d]) + (y + je - j - yo[d])
     return out
 
 
