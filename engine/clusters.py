@@ -33,6 +33,7 @@ from . import concepts
 from .neighbours import all_pairs, neighbour_lists, postings_of, search
 from .pipeline import Beside, lap
 from .settings import Settings
+from .store import catalog
 from .arrays import unique
 
 #: the sketches read back for older documents
@@ -182,7 +183,7 @@ class NeighbourSearch:
 
     def __init__(self, con, postings, lo: int, hi: int, settings: Settings):
         ids, flat, lens = _new_sketches(con, lo, hi)
-        cur = con.cursor()
+        cur = catalog.cursor(con)
 
         def run() -> SearchResult:
             t = time.perf_counter()

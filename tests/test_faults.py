@@ -149,10 +149,27 @@ def duckdb_connect_fails(words: str) -> Callable:
     def install(m: pytest.MonkeyPatch) -> None:
         real = duckdb.connect
 
-        def fake(database, read_only=False, **kw):
-            if not read_only:
-                raise duckdb.IOException(f'IO Error: Cannot open file "{database}": {words}')
-            return real(database, read_only=read_only, **kw)
+        def refuse(database):
+            raise duckdb.IOException(f'IO Error: Cannot open file "{database}": {words}')
+
+        class Attaching:  # the writer's connection: it attaches the catalog (with its row-group size)
+            def __init__(self, con):
+                self._con = con
+
+            def __getattr__(self, name):
+                return getattr(self._con, name)
+
+            def execute(self, sql, *args, **kw):
+                if sql.lstrip().upper().startswith("ATTACH") and "READ_ONLY" not in sql.upper():
+                    refuse(sql.split("'")[1])
+                return self._con.execute(sql, *args, **kw)
+
+        def fake(database=":memory:", read_only=False, **kw):
+            if read_only:
+                return real(database, read_only=read_only, **kw)
+            if database != ":memory:":
+                refuse(database)
+            return Attaching(real(database, **kw))
 
         m.setattr(catalog_module.duckdb, "connect", fake)
 

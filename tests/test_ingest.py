@@ -344,3 +344,18 @@ def test_a_log_past_the_limit_is_checkpointed_beside_the_postings_write(tmp_path
             pass
         after = wal.stat().st_size if wal.exists() else 0
         assert (after < before) == due
+
+
+def test_a_batch_of_a_row_group_or_more_is_written_in_row_groups_of_the_writers_size(tmp_path, index_dir, monkeypatch):
+    from neardup.store import catalog
+
+    monkeypatch.setattr(catalog, "ROW_GROUP_SIZE", 2048)  # DuckDB's smallest
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": f"page {i} " + words_text(8, i)} for i in range(5000)])
+    ingest(Index(index_dir), str(src))
+    with Index(index_dir).reader() as con:
+        rows = con.execute(
+            "SELECT row_group_id, max(count) FROM pragma_storage_info('documents') WHERE column_id = 0"
+            " GROUP BY 1 ORDER BY 1").fetchall()
+        assert con.execute("SELECT count(*) FROM documents").fetchall()[0][0] == 5000
+    # written as they were inserted, in groups of the writer's size (not one group of 5,000 rows)
+    assert [n for _, n in rows] == [2048, 2048, 904]

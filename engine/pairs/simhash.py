@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pipeline import Beside
+from ..store import catalog
 from .groups import _within
 from .keys import table_masks
 
@@ -191,7 +192,7 @@ class ScanBeside:
     def __init__(self, con, method: str, lo: int, hi: int, bits: int, budget: int, step: int = OLD_STEP):
         table = f"fp_{method}"
         ids, values = _read(con, table, lo, hi)
-        cur = con.cursor()
+        cur = catalog.cursor(con)
         self._job = Beside(lambda: _scan(ids, values, lambda a, b: _read(cur, table, a, b), lo, bits, budget, step, _untimed),
                            f"neardup-{method}-scan", done=cur.close)
 

@@ -14,13 +14,31 @@ from ..sqlfiles import migrations, query
 from ..storage import convert
 
 CATALOG_FILE = "catalog.duckdb"
+#: rows per row group of what a writer appends (DuckDB's default is 122,880). A table that gets at
+#: least this many rows in one transaction has them written to the file as they are inserted
+#: (DuckDB's optimistic writes) instead of into the log and again by the checkpoint (docs/architecture.md)
+ROW_GROUP_SIZE = 8192
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor (a connection of its own, for another thread) on ``con``'s default database."""
+    name = con.execute("SELECT current_database()").fetchall()[0][0]
+    cur = con.cursor()
+    cur.execute('USE "' + name.replace('"', '""') + '"')
+    return cur
 
 
 def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.DuckDBPyConnection:
     """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it, a damaged
     file ``CatalogDamaged``, a file that cannot be opened a ``StorageError`` (``neardup.storage``)."""
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        if read_only:
+            con = duckdb.connect(str(path), read_only=True)
+        else:  # attached, for the row-group size; spills go where a connection to the file puts them
+            con = duckdb.connect(config={"temp_directory": str(path) + ".tmp"})
+            quoted = str(path).replace("'", "''")
+            con.execute(f"ATTACH '{quoted}' AS catalog (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+            con.execute("USE catalog")
         con.execute("SET enable_progress_bar = false")  # not drawn on stderr by a long query: the CLI has its own, -q is quiet
         if not read_only:
             # No row-group vacuum at checkpoints: the vacuum merged the row groups each batch

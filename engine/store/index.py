@@ -323,7 +323,7 @@ class Writer:
         if not due:
             yield
             return
-        cur = self.con.cursor()
+        cur = catalog.cursor(self.con)
         failed: list[BaseException] = []
 
         def run() -> None:
