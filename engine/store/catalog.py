@@ -37,8 +37,12 @@ def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.Du
         else:  # attached, for the row-group size; spills go where a connection to the file puts them
             con = duckdb.connect(config={"temp_directory": str(path) + ".tmp"})
             quoted = str(path).replace("'", "''")
-            con.execute(f"ATTACH '{quoted}' AS catalog (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
-            con.execute("USE catalog")
+            try:
+                con.execute(f"ATTACH '{quoted}' AS catalog (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+                con.execute("USE catalog")
+            except BaseException:
+                con.close()
+                raise
         con.execute("SET enable_progress_bar = false")  # not drawn on stderr by a long query: the CLI has its own, -q is quiet
         if not read_only:
             # No row-group vacuum at checkpoints: the vacuum merged the row groups each batch
