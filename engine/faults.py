@@ -20,8 +20,8 @@ POINTS = (
     "after-first-chunk",
     "before-pairs",
     "duckdb-before-commit",
+    "lmdb-mid-write",  # an ingest fills its postings beside the catalog's commit: before or after it
     "duckdb-after-commit",
-    "lmdb-mid-write",
     "lmdb-before-commit",
     "lmdb-after-commit",
     "before-done",

@@ -461,8 +461,20 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
         crashpoint("duckdb-before-commit")
         stage(batch_id, "commit")
+        # the postings, derived from the batch's rows exactly as crash recovery derives them from
+        # the committed ones, are written to LMDB beside DuckDB's commit and committed after it
         t = time.perf_counter()
-        con.execute("COMMIT")
+        postings = w.batch_postings(batch_id, fingerprints) if n_added else {}
+        del fingerprints
+        t = res.tick("postings", t)
+        writing = w.write_postings(batch_id, postings)
+        del postings
+        try:
+            con.execute("COMMIT")
+        except BaseException:
+            writing.abandon()
+            raise
+        writing.catalog_committed()
         res.tick("commit", t)
     except BadRecord as exc:
         con.execute("ROLLBACK")
@@ -473,14 +485,9 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         con.execute("ROLLBACK")
         w.finish_batch(None, None)
         raise
-    # derived from the committed rows, exactly as crash recovery derives them
     stage(batch_id, "postings")
-    t = time.perf_counter()
-    postings = w.batch_postings(batch_id, fingerprints) if n_added else {}
-    del fingerprints
-    res.tick("postings", t)
     with w.checkpoint_beside():  # the catalog's log, written by the commit, goes to its file meanwhile
-        w.finish_batch(batch_id, postings, timings=res.timings)
+        w.finish_batch(batch_id, writing, timings=res.timings)
     crashpoint("after-batch")
     # the commit's and the postings' seconds, known only now: kept apart from the batch's rows (a
     # crash before this loses two timing rows, nothing else)

@@ -26,6 +26,8 @@ from .snapshot import content, snapshot
 
 BATCH = str(FIXTURES / "crawl" / "sample.warc.gz")
 BEFORE_COMMIT = {"batch-start", "after-first-chunk", "before-pairs", "duckdb-before-commit"}
+#: an ingest fills its postings' transaction while the catalog commits: a kill there lands before or after
+EITHER = {"lmdb-mid-write"}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,10 @@ def _killed_after(trial, base, delay: float, before, after, *command: str) -> st
 def test_kill_at_each_point(states, point):
     root, base, before, after = states
     trial, state = _killed_at(root, base, point, "ingest", "--quiet", BATCH)
-    assert state == (before if point in BEFORE_COMMIT else after)
+    if point in EITHER:
+        assert state in (before, after)
+    else:
+        assert state == (before if point in BEFORE_COMMIT else after)
     # and the index stays usable: ingesting the batch again converges on the reference
     ingest(Index(trial), BATCH)
     assert snapshot(trial)["documents"] == after["documents"]

@@ -359,3 +359,25 @@ def test_a_batch_of_a_row_group_or_more_is_written_in_row_groups_of_the_writers_
         assert con.execute("SELECT count(*) FROM documents").fetchall()[0][0] == 5000
     # written as they were inserted, in groups of the writer's size (not one group of 5,000 rows)
     assert [n for _, n in rows] == [2048, 2048, 904]
+
+
+def test_postings_written_beside_the_commit_wait_for_it_and_are_dropped_when_it_fails(tmp_path, index_dir):
+    import time
+
+    from neardup.store.index import CatalogNotCommitted
+
+    ingest(Index(index_dir), str(write_jsonl(tmp_path / "a.jsonl", [{"url": f"u{i}", "text": words_text(20, i)} for i in range(5)])))
+    entry = {"t": (np.array([7], np.uint64), np.array([1000], np.uint64))}
+    with Index(index_dir).writer() as w:
+        applied = w.postings.applied_batch()
+        writing = w.write_postings(applied + 1, entry)
+        time.sleep(0.2)  # room for the thread to commit if it did not wait
+        assert w.postings.applied_batch() == applied
+        writing.abandon()  # the catalog's commit failed
+        with pytest.raises(CatalogNotCommitted):
+            writing.result()
+        assert (w.postings.applied_batch(), w.postings.get("t", 7).tolist()) == (applied, [])
+        writing = w.write_postings(applied + 1, entry)
+        writing.catalog_committed()
+        writing.result()
+        assert (w.postings.applied_batch(), w.postings.get("t", 7).tolist()) == (applied + 1, [1000])

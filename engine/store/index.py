@@ -14,7 +14,8 @@ leaves the index as before or as after the batch:
 2. write documents, rejects and the ``batches`` row in ONE DuckDB transaction
    and commit it: this commit is the moment the batch happens;
 3. append the batch's postings in ONE LMDB write transaction that also
-   records ``applied_batch``;
+   records ``applied_batch`` (filled in a thread while step 2 commits, and
+   committed only after it: ``PostingsWrite``);
 4. remove ``batch.pending``, release the lock. DuckDB is not checkpointed
    per batch: its write-ahead log is durable, readers replay it, and DuckDB
    checkpoints by itself once the log passes 16 MB (a checkpoint per batch
@@ -269,6 +270,58 @@ class Index:
             return Settings.from_dict(catalog.read_settings(con))
 
 
+class CatalogNotCommitted(Exception):
+    """What a ``PostingsWrite`` raises in its thread to abandon its write (the catalog's commit failed)."""
+
+
+class PostingsWrite:
+    """A batch's postings written in a thread while the caller commits the catalog.
+
+    The LMDB transaction is filled beside DuckDB's commit (which compresses and writes the batch's
+    rows on about one core) but commits only after ``catalog_committed()``: the order of the write
+    protocol (catalog first, postings second) is kept, and ``abandon()`` (the catalog's commit
+    failed) aborts it. ``result()`` waits for the write and raises what it raised."""
+
+    def __init__(self, writer: Writer, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]]):
+        import threading
+
+        from ..pipeline import Beside
+
+        self._committed = threading.Event()
+        self._ok = False
+        self._crashed = False
+        index, store = writer.index, writer.postings
+
+        def write() -> None:
+            with storage.guard(index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
+                               index=index.path):
+                store.apply_batch(batch_id, postings, self._ready)
+
+        self._job = Beside(write, "neardup-postings")
+
+    def _ready(self) -> None:
+        from ..faults import crashpoint
+
+        self._committed.wait()
+        if not self._ok:
+            raise CatalogNotCommitted()
+        if not self._crashed:  # once, even when a full map makes the write start again
+            self._crashed = True
+            crashpoint("duckdb-after-commit")
+
+    def catalog_committed(self) -> None:
+        self._ok = True
+        self._committed.set()
+
+    def abandon(self) -> None:
+        """The catalog did not commit: the write is aborted, and waited for."""
+        self._committed.set()
+        self._job.join()
+
+    def result(self) -> None:
+        self._job.result()
+
+
 class Writer:
     """What a writer holds: the read-write catalog connection and the postings."""
 
@@ -367,14 +420,24 @@ class Writer:
         if kind == "batch" and self.postings is not None:
             self.postings.compact()  # due run merges go on beside the batch
 
-    def finish_batch(self, batch_id: int | None, postings: dict[str, tuple[np.ndarray, np.ndarray]] | None,
+    def write_postings(self, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]]) -> PostingsWrite:
+        """Start writing a batch's postings beside the catalog's commit (``PostingsWrite``)."""
+        assert self.postings is not None
+        return PostingsWrite(self, batch_id, postings)
+
+    def finish_batch(self, batch_id: int | None,
+                     postings: dict[str, tuple[np.ndarray, np.ndarray]] | PostingsWrite | None,
                      timings: dict[str, float] | None = None) -> None:
-        """After the catalog commit: append postings, clear the marker."""
+        """After the catalog commit: append postings (or wait for a ``PostingsWrite`` to end), clear
+        the marker."""
         from ..faults import crashpoint
 
         assert self.postings is not None and self.con is not None
         t0 = time.perf_counter()
-        if batch_id is not None:
+        if isinstance(postings, PostingsWrite):
+            postings.result()
+            crashpoint("lmdb-after-commit")
+        elif batch_id is not None:
             crashpoint("duckdb-after-commit")
             with storage.guard(self.index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
                                index=self.index.path):

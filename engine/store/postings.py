@@ -31,7 +31,7 @@ import ctypes
 import itertools
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import lmdb
@@ -153,11 +153,14 @@ class Postings:
         """Last batch id whose postings are stored (0 for none)."""
         raise NotImplementedError
 
-    def apply_batch(self, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def apply_batch(self, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]],
+                    ready: Callable[[], None] | None = None) -> None:
         """Append one batch's ``{table: (keys, doc_ids)}`` and record ``batch_id``, atomically.
 
         Idempotent: a batch at or below ``applied_batch()`` is ignored. Every new
-        doc id must exceed every id already stored (ids grow per batch).
+        doc id must exceed every id already stored (ids grow per batch). ``ready``, when given, is
+        called before the write commits (it waits for the catalog's commit; what it raises
+        abandons the write).
         """
         raise NotImplementedError
 
@@ -201,9 +204,11 @@ class MemoryPostings(Postings):
     def applied_batch(self) -> int:
         return self._applied
 
-    def apply_batch(self, batch_id, postings):
+    def apply_batch(self, batch_id, postings, ready=None):
         if batch_id <= self._applied:
             return
+        if ready is not None:
+            ready()
         # check every append first, then apply in place (copying the store per batch made a
         # rebuild's replay quadratic in the number of batches)
         grouped = {t: list(group_postings(k, i)) for t, (k, i) in postings.items() if not t.startswith(VALUES)}
@@ -600,7 +605,7 @@ class LmdbPostings(Postings):
             v = txn.get(key)
             return int(v) if v is not None else 0
 
-    def apply_batch(self, batch_id, postings):
+    def apply_batch(self, batch_id, postings, ready=None):
         if batch_id <= self.applied_batch():
             return
         lists = {t: v for t, v in postings.items() if not t.startswith(VALUES)}
@@ -613,7 +618,7 @@ class LmdbPostings(Postings):
                 raise ValueError(f"posting {table}/{int(np.asarray(k)[i])}: doc id {int(d[i])} does not follow {last}")
         while True:
             try:
-                self._write(batch_id, lists, values, last)
+                self._write(batch_id, lists, values, last, ready)
                 self.runs.after_commit()
                 return
             except lmdb.MapFullError:
@@ -623,7 +628,8 @@ class LmdbPostings(Postings):
                 self.runs.after_abort()
                 raise
 
-    def _write(self, batch_id: int, lists: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int) -> None:
+    def _write(self, batch_id: int, lists: dict[str, tuple[np.ndarray, np.ndarray]], values: dict, last: int,
+               ready: Callable[[], None] | None = None) -> None:
         from ..faults import crashpoint
 
         meta = self._db(_META.decode(), create=True)
@@ -665,6 +671,8 @@ class LmdbPostings(Postings):
             if top:
                 txn.put(_MAX_ID, str(max(top, last)).encode(), db=meta)
             txn.put(_APPLIED, str(batch_id).encode(), db=meta)
+            if ready is not None:
+                ready()
             crashpoint("lmdb-before-commit")
 
     def remove_batch(self, batch_id, removed, added=None, max_doc_id=0):
