@@ -289,7 +289,7 @@ class PostingsWrite:
 
         self._committed = threading.Event()
         self._ok = False
-        self._crashed = False
+        self._passed = False
         index, store = writer.index, writer.postings
 
         def write() -> None:
@@ -305,8 +305,8 @@ class PostingsWrite:
         self._committed.wait()
         if not self._ok:
             raise CatalogNotCommitted()
-        if not self._crashed:  # once, even when a full map makes the write start again
-            self._crashed = True
+        if not self._passed:  # the crash point once, even when a full map makes the write start again
+            self._passed = True
             crashpoint("duckdb-after-commit")
 
     def catalog_committed(self) -> None:
