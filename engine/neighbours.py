@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .pairs.groups import _decode, dense_unique  # the pair decoder of the candidate generators
+from .pairs.groups import _decode, dense_unique, holders_of, read_older_holders  # the candidate generators' decoder and lookups
 from .pipeline import in_parts
 from .arrays import unique
 
@@ -169,6 +169,10 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     # and the next slice takes as many anchors as the rows per anchor so far allow under ``budget``
     p_bounds = np.searchsorted(p_doc, np.arange(n + 1))  # p_doc is grouped by document, ascending
     out_a, out_b, out_c = [], [], []
+    # every looked-up value's older holders read once, in value order, while they fit in the budget
+    # (else each slice reads its own): slice by slice, most pages of the stored runs are read again
+    # for every slice
+    every = read_older_holders(postings, VALUES_TABLE, u, lo, budget) if postings is not None else None
     d0, step = 0, min(FIRST_ANCHORS, budget)
     while d0 < n:
         a0, d1 = d0, min(n, d0 + step)
@@ -184,15 +188,19 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         on = np.zeros(0, np.uint64)
         if postings is not None:
             uv, inv = dense_unique(qv, u.size)
-            which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending keys: u is sorted
-            keep = old < np.uint64(lo)
-            which, old = which[keep], old[keep].astype(np.int64)
+            if every is not None:
+                which, old = holders_of(*every, uv)
+            else:
+                which, old = postings.get_flat(VALUES_TABLE, u[uv])  # ascending keys: u is sorted
+                keep = old < np.uint64(lo)
+                which, old = which[keep], old[keep].astype(np.int64)
+                del keep
             o_start = np.zeros(uv.size + 1, dtype=np.int64)
             np.cumsum(np.bincount(which, minlength=uv.size), out=o_start[1:])
             o_rows = int(np.diff(o_start)[inv].sum())
             n_rows += o_rows
             on = kernels.holder_pairs(qd, inv, o_start, old, False, c, o_rows)
-            del which, old, keep
+            del which, old
         step = max(1, int(budget * (d1 - a0) / max(n_rows, 1)))
         if nn.size == 0 and on.size == 0:
             continue

@@ -359,6 +359,45 @@ def test_key_groups_emit_each_pair_once_with_its_newer_member_in_the_range():
                    (3, 12): 2, (4, 12): 1, (10, 12): 2, (11, 12): 1}
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_key_groups_find_the_same_pairs_however_older_holders_are_read(data):
+    """Every key's older holders read once for the batch (in runs of ``READ_ALL_KEYS`` keys) or,
+    past ``OLD_CACHE_IDS``, slice by slice: the pairs of each range are those of brute force."""
+    from neardup.pairs import groups
+    from neardup.store.postings import MemoryPostings
+
+    lo = data.draw(st.integers(1, 12))
+    n_new = data.draw(st.integers(1, 12))
+    n_keys = data.draw(st.integers(1, 6))
+    rows = sorted(set(data.draw(st.lists(st.tuples(st.integers(lo, lo + n_new - 1), st.integers(0, n_keys - 1)), min_size=1, max_size=30))))
+    old_rows = sorted(set(data.draw(st.lists(st.tuples(st.integers(0, lo - 1), st.integers(0, n_keys)), max_size=30))))
+    old = MemoryPostings()
+    if old_rows:
+        old.apply_batch(1, {"t": (np.array([k * 7919 for _, k in old_rows], np.uint64), np.array([d for d, _ in old_rows], np.uint64))})
+    holders: dict[int, set[int]] = {}
+    for d, k in rows + old_rows:
+        holders.setdefault(k, set()).add(d)
+    cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=3)))) if n_new > 1 else []
+    cap = data.draw(st.sampled_from([0, 1, 5, groups.OLD_CACHE_IDS]))
+    per = data.draw(st.sampled_from([1, 2, groups.READ_ALL_KEYS]))
+    saved = groups.OLD_CACHE_IDS, groups.READ_ALL_KEYS
+    groups.OLD_CACHE_IDS, groups.READ_ALL_KEYS = cap, per
+    try:
+        g = pairs.KeyGroups(np.array([k * 7919 for _, k in rows], np.uint64), np.array([d for d, _ in rows], np.uint64))
+        for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
+            a, b, shared, _ = g.pairs(lo, old, "t", first, end - 1)
+            want: dict[tuple[int, int], int] = {}
+            for hs in holders.values():
+                for x in hs:
+                    for y in hs:
+                        if x < y and first <= y < end:
+                            want[(x, y)] = want.get((x, y), 0) + 1
+            assert dict(zip(zip(a.tolist(), b.tolist()), shared.tolist())) == want
+    finally:
+        groups.OLD_CACHE_IDS, groups.READ_ALL_KEYS = saved
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):

@@ -31,6 +31,41 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 #: older holder ids ``KeyGroups`` keeps for the slices of one batch (8 bytes each)
 OLD_CACHE_IDS = 8_000_000
+#: keys looked up at once when ``KeyGroups`` reads every key's older holders
+READ_ALL_KEYS = 1 << 16
+
+
+def read_older_holders(postings, table: str, keys: np.ndarray, lo: int, cap: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The older holders (ids < ``lo``) of every one of ``keys`` (ascending, distinct) in
+    ``postings[table]``, as ``(start, ids)``: key ``i``'s ascending at ``ids[start[i]:start[i + 1]]``;
+    looked up ``READ_ALL_KEYS`` keys at a time, and None as soon as they pass ``cap`` ids.
+
+    A batch's slices each hold keys from all over the key space: looked up slice by slice, most
+    pages of every stored run are read once per slice (the growth of a batch's cost with the index
+    in the million-document benchmark); in key order each page is read once for the batch."""
+    counts = np.zeros(keys.size, np.int64)
+    parts, total = [], 0
+    for s in range(0, keys.size, READ_ALL_KEYS):
+        part = keys[s : s + READ_ALL_KEYS]
+        which, old = postings.get_flat(table, part)
+        keep = old < np.uint64(lo)
+        which, old = which[keep], old[keep]
+        total += int(old.size)
+        if total > cap:
+            return None
+        counts[s : s + part.size] = np.bincount(which, minlength=part.size)
+        parts.append(old.astype(np.int64))
+    start = np.zeros(keys.size + 1, np.int64)
+    np.cumsum(counts, out=start[1:])
+    return start, (np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+
+def holders_of(start: np.ndarray, ids: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of ``read_older_holders``' ``(start, ids)``, the holders of keys ``g`` (indices, ascending) as
+    ``(which, old)``: ``old[i]`` holds key ``g[which[i]]``, grouped by key in the order of ``g``."""
+    cnt = start[g + 1] - start[g]
+    which = np.repeat(np.arange(g.size), cnt)
+    return which, ids[np.repeat(start[g] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))]
 
 
 class KeyGroups:
@@ -51,6 +86,9 @@ class KeyGroups:
         self.old_cache: dict[int, np.ndarray] = {}
         self.in_cache = np.zeros(self.uk.size, dtype=bool)  # the groups of old_cache
         self.cached = 0
+        #: every key's older holders, read in one pass when they come to at most ``OLD_CACHE_IDS``
+        #: ids (``read_older_holders``); None until tried, False when there were more
+        self.all_old: tuple[np.ndarray, np.ndarray] | bool | None = None
 
     def _old_holders(self, lo: int, postings, table: str, sel: np.ndarray):
         """For the selected rows ``sel``: ``(g, g_at, g_cnt, which, old)``: the distinct key groups
@@ -60,6 +98,11 @@ class KeyGroups:
         g, g_at, g_cnt = np.unique(self.group[sel], return_index=True, return_counts=True)
         if postings is None:
             return g, g_at, g_cnt, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if self.all_old is None:
+            self.all_old = read_older_holders(postings, table, self.uk, lo, OLD_CACHE_IDS) or False
+        if self.all_old is not False:
+            which, old = holders_of(*self.all_old, g)
+            return g, g_at, g_cnt, which, old
         hit = self.in_cache[g]
         fetch = np.flatnonzero(~hit)
         which, old = postings.get_flat(table, self.uk[g[fetch]])
