@@ -29,7 +29,8 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (code >> np.uint64(32)).astype(np.int64), (code & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
-#: older holder ids ``KeyGroups`` keeps for the slices of one batch (8 bytes each)
+#: older holder ids ``KeyGroups`` keeps for the slices of one batch (8 bytes each), at the default
+#: memory plan (``neardup.memory``: scaled with ``--memory``)
 OLD_CACHE_IDS = 8_000_000
 #: keys looked up at once when ``KeyGroups`` reads every key's older holders
 READ_ALL_KEYS = 1 << 16
@@ -73,6 +74,9 @@ class KeyGroups:
     the pairs of any range of its documents can be emitted without sorting the batch again."""
 
     def __init__(self, keys: np.ndarray, docs: np.ndarray):
+        from .. import memory
+
+        self.cap = memory.current().scaled(OLD_CACHE_IDS)  # older holder ids held at most
         if docs.size and int(docs.max()) >= 1 << 32:
             raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
         order = np.lexsort((docs, keys))
@@ -82,11 +86,11 @@ class KeyGroups:
         self.group = np.repeat(np.arange(self.uk.size), self.size)
         self.pos = np.arange(self.k.size) - self.first[self.group]  # earlier holders in the batch
         #: older holders of keys that several of the batch's documents hold, read once for all the
-        #: slices that need them (group -> ids); up to ``OLD_CACHE_IDS`` ids in all
+        #: slices that need them (group -> ids); up to ``cap`` ids in all
         self.old_cache: dict[int, np.ndarray] = {}
         self.in_cache = np.zeros(self.uk.size, dtype=bool)  # the groups of old_cache
         self.cached = 0
-        #: every key's older holders, read in one pass when they come to at most ``OLD_CACHE_IDS``
+        #: every key's older holders, read in one pass when they come to at most ``cap``
         #: ids (``read_older_holders``); None until tried, False when there were more
         self.all_old: tuple[np.ndarray, np.ndarray] | bool | None = None
 
@@ -99,7 +103,7 @@ class KeyGroups:
         if postings is None:
             return g, g_at, g_cnt, np.zeros(0, np.int64), np.zeros(0, np.int64)
         if self.all_old is None:
-            self.all_old = read_older_holders(postings, table, self.uk, lo, OLD_CACHE_IDS) or False
+            self.all_old = read_older_holders(postings, table, self.uk, lo, self.cap) or False
         if self.all_old is not False:
             which, old = holders_of(*self.all_old, g)
             return g, g_at, g_cnt, which, old
@@ -111,10 +115,10 @@ class KeyGroups:
         # keep the lists of keys whose other holders in the batch lie outside this slice (the slices
         # holding them read the same list again), while the cache has room
         again = np.flatnonzero(self.size[g[fetch]] > g_cnt[fetch])
-        if again.size and self.cached < OLD_CACHE_IDS:
+        if again.size and self.cached < self.cap:
             bounds = np.searchsorted(which, np.r_[again, again + 1].reshape(2, -1))
             for j, s, e in zip(again.tolist(), bounds[0].tolist(), bounds[1].tolist()):
-                if self.cached >= OLD_CACHE_IDS:
+                if self.cached >= self.cap:
                     break
                 self.old_cache[int(g[fetch[j]])] = old[s:e].copy()
                 self.in_cache[g[fetch[j]]] = True
