@@ -32,14 +32,15 @@ def _decode(code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: older holder ids ``KeyGroups`` keeps for the slices of one batch (8 bytes each), at the default
 #: memory plan (``neardup.memory``: scaled with ``--memory``)
 OLD_CACHE_IDS = 8_000_000
-#: keys looked up at once when ``KeyGroups`` reads every key's older holders
+#: keys looked up at once by ``read_older_holders`` (the pair search's and the concept search's)
 READ_ALL_KEYS = 1 << 16
 
 
 def read_older_holders(postings, table: str, keys: np.ndarray, lo: int, cap: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The older holders (ids < ``lo``) of every one of ``keys`` (ascending, distinct) in
     ``postings[table]``, as ``(start, ids)``: key ``i``'s ascending at ``ids[start[i]:start[i + 1]]``;
-    looked up ``READ_ALL_KEYS`` keys at a time, and None as soon as they pass ``cap`` ids.
+    looked up ``READ_ALL_KEYS`` keys at a time, and None as soon as they pass ``cap`` ids (the
+    caller then looks up slice by slice, the reads up to the cap lost).
 
     A batch's slices each hold keys from all over the key space: looked up slice by slice, most
     pages of every stored run are read once per slice (the growth of a batch's cost with the index
