@@ -46,7 +46,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -290,14 +290,7 @@ class PostingsWrite:
         self._committed = threading.Event()
         self._ok = False
         self._passed = False
-        index, store = writer.index, writer.postings
-
-        def write() -> None:
-            with storage.guard(index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
-                               index=index.path):
-                store.apply_batch(batch_id, postings, self._ready)
-
-        self._job = Beside(write, "neardup-postings")
+        self._job = Beside(lambda: writer.apply_postings(batch_id, postings, self._ready), "neardup-postings")
 
     def _ready(self) -> None:
         from ..faults import crashpoint
@@ -420,6 +413,15 @@ class Writer:
         if kind == "batch" and self.postings is not None:
             self.postings.compact()  # due run merges go on beside the batch
 
+    def apply_postings(self, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]],
+                       ready: Callable[[], None] | None = None) -> None:
+        """Append a batch's postings (``Postings.apply_batch``), a storage fault reported as the
+        index's."""
+        assert self.postings is not None
+        with storage.guard(self.index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
+                           index=self.index.path):
+            self.postings.apply_batch(batch_id, postings, ready)
+
     def write_postings(self, batch_id: int, postings: dict[str, tuple[np.ndarray, np.ndarray]]) -> PostingsWrite:
         """Start writing a batch's postings beside the catalog's commit (``PostingsWrite``)."""
         assert self.postings is not None
@@ -439,9 +441,7 @@ class Writer:
             crashpoint("lmdb-after-commit")
         elif batch_id is not None:
             crashpoint("duckdb-after-commit")
-            with storage.guard(self.index.postings_path, f"writing the postings of batch {batch_id}", KEEPS_POSTINGS,
-                               index=self.index.path):
-                self.postings.apply_batch(batch_id, postings or {})
+            self.apply_postings(batch_id, postings or {})
             crashpoint("lmdb-after-commit")
         t1 = time.perf_counter()
         crashpoint("before-done")
