@@ -80,12 +80,16 @@ def latest_version() -> int:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply pending migrations, each in its own transaction; returns the versions applied."""
+    """Apply pending migrations, each in its own transaction (a new catalog's all in one,
+    ``_create``); returns the versions applied."""
     con.execute(query("catalog", "create_migrations_table"))
     current = schema_version(con)
     if current > latest_version():
         raise SchemaTooNew(f"catalog schema version {current} is newer than this neardup knows ({latest_version()})")
     applied = {row[0] for row in con.execute(query("catalog", "applied_migrations")).fetchall()}
+    pending = [m for m in migrations() if m[0] not in applied]
+    if not applied and pending:
+        return _create(con, pending)
     done = []
     for version, name, sql in migrations():  # every one not applied, in order (also one below the newest applied)
         if version in applied:
@@ -102,6 +106,23 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     return done
 
 
+def _create(con: duckdb.DuckDBPyConnection, pending: list[tuple[int, str, str]]) -> list[int]:
+    """A new catalog's migrations as one script in one transaction (four calls), instead of
+    four calls and a commit each. A new index opened in 0.19-0.21 s with them one by one, 0.13-0.15
+    s so. Beside the thread that loads the compiled kernels at an ingest's start, where DuckDB
+    waits for the interpreter's lock after each call, 0.51-0.56 s against 0.23-0.39 s. A crash
+    before the commit leaves the catalog without any of them, and the next opening applies all."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("\n".join(sql for _, _, sql in pending))  # each file's statements end in ';'
+        con.executemany(query("catalog", "record_migration"), [[version, name] for version, name, _ in pending])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return [v for v, _, _ in pending]
+
+
 def check_schema(con: duckdb.DuckDBPyConnection) -> None:
     """For read-only use: the schema must be this version's (migrations need a writer)."""
     v = schema_version(con)
@@ -114,6 +135,10 @@ def read_settings(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 
 def write_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, Any]) -> None:
-    for k, v in sorted(settings.items()):
-        con.execute(query("catalog", "delete_setting"), [k])
-        con.execute(query("catalog", "put_setting"), [k, json.dumps(v, sort_keys=True)])
+    if not settings:
+        return
+    keys = sorted(settings)
+    # two calls, not two a setting: each call gives up the interpreter's lock (see ``_create``)
+    con.execute(f"DELETE FROM settings WHERE key IN ({', '.join('?' * len(keys))})", keys)
+    con.execute(f"INSERT INTO settings VALUES {', '.join(['(?, ?)'] * len(keys))}",
+                [x for k in keys for x in (k, json.dumps(settings[k], sort_keys=True))])
