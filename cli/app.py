@@ -728,6 +728,9 @@ _register_query(app)
 
 
 def main() -> None:
+    from neardup.blas_probe import skip_numba_blas_probe
+
+    skip_numba_blas_probe()  # this process is neardup's: numba's BLAS probe would import scipy.linalg (0.3 s)
     try:
         app()
     except SystemExit as done:
