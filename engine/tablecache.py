@@ -1,6 +1,6 @@
 """Tables a process would otherwise compute at its start, kept in a file between processes.
 
-The text normalisation's tables (``text._word_table``, ``text._needs_python``) are functions of
+The text normalisation's tables (``text._word_table``, ``text._careful_table``) are functions of
 the running Python's Unicode database and of Arrow's case mapping, over every code point: 0.22 s
 of Python at each process's start, beside the index's opening and numba's first load. They are
 kept in ``__pycache__`` beside this module (where numba keeps the compiled kernels), in a file
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 #: the layout of a file; a change of what a table holds must change it
-FORMAT = 1
+FORMAT = 2
 FOLDER = Path(__file__).parent / "__pycache__"
 
 

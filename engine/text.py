@@ -103,46 +103,41 @@ def normal_form(texts: pa.Array) -> pa.Array:
     Python's ``unicodedata.normalize("NFKC", s)`` and ``str.casefold`` define
     the result; Python computes it only for the lines that need it. Pure-ASCII
     strings (NFKC leaves them alone and folding is lowercasing) are lowered by
-    Arrow. So are the other strings without a character of ``_needs_python``:
-    such a string is already in NFKC (``_nfkc_changeable``) and Arrow's
-    per-character lowercasing folds it as ``casefold`` does (``_fold_differs_cps``).
-    A string with one is split at its line breaks, which NFKC never carries
-    anything across (a line feed is a starter that composes with nothing, and
-    case folding looks at one character at a time), and only its lines with
-    such a character go through Python.
+    Arrow. So are the lines of the other strings without a character of
+    ``_careful_table`` (or of planes 2-16): such a line is already in NFKC
+    (``_nfkc_changeable``) and Arrow's per-character lowercasing folds it as
+    ``casefold`` does (``_fold_differs_cps``). The strings are cut at their line
+    breaks, which NFKC never carries anything across (a line feed is a starter
+    that composes with nothing, and case folding looks at one character at a
+    time), and only the lines with such a character go through Python: they
+    are found by one compiled pass (``fold_kernels.careful_lines``) and put in
+    place of their lowercased lines by another (``fold_kernels.replace_lines``).
     """
     texts = texts if pa.types.is_large_string(texts.type) else texts.cast(pa.large_string())
     ascii_rows = pc.fill_null(pc.string_is_ascii(texts), True)
     if pc.all(ascii_rows).as_py():
         return pc.ascii_lower(texts)
-    careful = pc.fill_null(pc.match_substring_regex(texts, _needs_python()), False)
+    from . import fold_kernels
+
+    data, offs = _utf8(texts)
+    careful = fold_kernels.careful_lines(data, offs, _careful_table())
     lowered = pc.utf8_lower(texts)
-    if not pc.any(careful).as_py():
+    if careful.shape[0] == 0:
         return lowered
-    lines = pc.split_pattern(texts.filter(careful), "\n")
-    flat = lines.flatten()
-    hard = pc.match_substring_regex(flat, _needs_python())
-    done = [unicodedata.normalize("NFKC", x).casefold() for x in flat.filter(hard).to_pylist()]
-    flat = pc.replace_with_mask(pc.utf8_lower(flat), hard, pa.array(done, pa.large_string()))
-    joined = pc.binary_join(pa.LargeListArray.from_arrays(lines.offsets, flat), pa.scalar("\n", pa.large_string()))
-    return pc.replace_with_mask(lowered, careful, joined)
+    done = [unicodedata.normalize("NFKC", bytes(data[s:e]).decode("utf-8")).casefold().encode("utf-8")
+            for s, e in careful[:, :2].tolist()]
+    r_offs = np.zeros(len(done) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, done), np.int64, count=len(done)), out=r_offs[1:])
+    lo_data, lo_offs = _utf8(lowered)
+    out, out_offs = fold_kernels.replace_lines(lo_data, lo_offs, np.ascontiguousarray(careful[:, 2]),
+                                               np.ascontiguousarray(careful[:, 3]), np.frombuffer(b"".join(done), np.uint8), r_offs)
+    valid = pa.array(texts.is_valid().to_numpy(zero_copy_only=False)).buffers()[1] if texts.null_count else None
+    return pa.LargeStringArray.from_buffers(len(texts), pa.py_buffer(out_offs), pa.py_buffer(out), valid)
 
 
 #: code points 0x20000 and up count as needing Python (planes 2-16: CJK compatibility
 #: ideographs, which NFKC maps, and no cased script); the tables below cover planes 0 and 1
 _PLANES_CHECKED = 0x20000
-
-
-def _class(cps: list[int]) -> str:
-    """An RE2 character class of code points ``cps`` (ascending), as ranges."""
-    parts, i = [], 0
-    while i < len(cps):
-        j = i
-        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
-            j += 1
-        parts.append(f"\\x{{{cps[i]:x}}}" + (f"-\\x{{{cps[j]:x}}}" if j > i else ""))
-        i = j + 1
-    return "".join(parts)
 
 
 def _checked_code_points(first: int = 0x80) -> list[int]:
@@ -171,16 +166,14 @@ def _nfkc_changeable() -> list[int]:
     return sorted(c for c in out if c >= 0x80)
 
 
-@functools.cache
-def _needs_python() -> str:
-    """An RE2 class of the characters whose strings (or lines) ``normal_form`` leaves to Python
-    (``_computed_needs_python``, kept between processes by ``tablecache``)."""
-    return str(_tables()["needs_python"])
-
-
-def _computed_needs_python() -> str:
-    cps = sorted(set(_nfkc_changeable()) | set(_fold_differs_cps()))
-    return f"[{_class(cps)}\\x{{{_PLANES_CHECKED:x}}}-\\x{{10ffff}}]"
+def _computed_careful_table() -> np.ndarray:
+    """Per code point of planes 0 and 1 (uint8): 1 for those whose lines ``normal_form`` leaves
+    to Python, the ones NFKC may change (``_nfkc_changeable``) and those ``str.casefold`` maps
+    otherwise than Arrow's ``utf8_lower`` (``_fold_differs_cps``); every code point of planes 2-16
+    counts as 1 too (``fold_kernels.careful_lines``)."""
+    table = np.zeros(_PLANES_CHECKED, np.uint8)
+    table[sorted(set(_nfkc_changeable()) | set(_fold_differs_cps()))] = 1
+    return table
 
 
 #: code points of the word table
@@ -189,19 +182,26 @@ _CODE_POINTS = 0x110000
 
 @functools.cache
 def _tables() -> dict[str, np.ndarray]:
-    """The word table (bits) and the needs-Python class, from ``tablecache``'s file or computed."""
+    """The word table (bits) and the careful table, from ``tablecache``'s file or computed."""
     from . import tablecache
 
     def check(t: dict[str, np.ndarray]) -> bool:
-        words, cls = t.get("words"), t.get("needs_python")
+        words, careful = t.get("words"), t.get("careful")
         return (words is not None and words.dtype == np.uint8 and words.shape == (_CODE_POINTS // 8,)
-                and cls is not None and cls.dtype.kind == "U" and cls.shape == () and str(cls).startswith("["))
+                and careful is not None and careful.dtype == np.uint8 and careful.shape == (_PLANES_CHECKED,))
 
     return tablecache.cached(
         "text",
-        lambda: {"words": np.packbits(_computed_word_table()), "needs_python": np.array(_computed_needs_python())},
+        lambda: {"words": np.packbits(_computed_word_table()), "careful": _computed_careful_table()},
         check,
     )
+
+
+@functools.cache
+def _careful_table() -> np.ndarray:
+    """Code point (planes 0 and 1) -> 1 where its line goes to Python in ``normal_form``
+    (``_computed_careful_table``, kept between processes by ``tablecache``)."""
+    return _tables()["careful"]
 
 
 @functools.cache

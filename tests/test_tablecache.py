@@ -61,7 +61,7 @@ def test_a_folder_that_cannot_be_written_computes_in_each_process(tmp_path, monk
 
 
 def test_the_text_tables_from_the_file_are_those_computed(tmp_path, monkeypatch):
-    """The word table and the needs-Python class, read back from a fresh file, equal the ones the
+    """The word table and the careful table, read back from a fresh file, equal the ones the
     Unicode database and Arrow give."""
     monkeypatch.setattr(tablecache, "FOLDER", tmp_path)
     text._tables.cache_clear()
@@ -72,6 +72,6 @@ def test_the_text_tables_from_the_file_are_those_computed(tmp_path, monkeypatch)
         assert tablecache.path_for("text").exists()
         for t in (written, read):
             assert np.array_equal(np.unpackbits(t["words"]).view(bool), text._computed_word_table())
-            assert str(t["needs_python"]) == text._computed_needs_python()
+            assert np.array_equal(t["careful"], text._computed_careful_table())
     finally:
         text._tables.cache_clear()

@@ -113,6 +113,28 @@ def test_normal_form_is_nfkc_then_casefold(xs):
     assert text.normal_form(arr(*xs)).to_pylist() == [unicodedata.normalize("NFKC", x).casefold() for x in xs]
 
 
+@given(st.lists(st.none() | st.text(alphabet=st.sampled_from(_FOLD_TRICKY + _NFKC_TRICKY + "\n\nAb") | st.characters(codec="utf-8"),
+                                    max_size=40), max_size=8), st.integers(0, 3))
+def test_normal_form_of_a_slice_with_nulls_and_lines(xs, cut):
+    # the strings of an array's slice (Arrow offsets), nulls among them, lines Python must see
+    # anywhere in a string (first, last, several, after an empty line)
+    import unicodedata
+
+    whole = arr("ſ\nX", *xs)
+    part = whole.slice(min(cut, len(whole)))
+    want = [None if x is None else unicodedata.normalize("NFKC", x).casefold() for x in part.to_pylist()]
+    assert text.normal_form(part).to_pylist() == want
+
+
+def test_normal_form_replaces_exactly_the_lines_python_must_see():
+    import unicodedata
+
+    xs = ["ﬁrst\nPlain\n\nＡＢ\nlast ™", "\n™\n", "no newline Σ", "Plain\nPLAIN ÀÉ\n", "™", "\n\n", "x\n", None]
+    got = text.normal_form(arr(*xs)).to_pylist()
+    assert got == [None if x is None else unicodedata.normalize("NFKC", x).casefold() for x in xs]
+    assert got[0] == "first\nplain\n\nab\nlast tm"
+
+
 def test_normal_form_of_every_code_point_in_context():
     # each non-ASCII code point of planes 0 and 1 alone, after a letter and a Hangul leading
     # consonant, before a combining mark and a Hangul vowel, and on a line of its own: exactly
