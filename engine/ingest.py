@@ -366,7 +366,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
 
 
 def _warm_kernels() -> None:
-    """Load the tokenizer's compiled code in a daemon thread while the index opens and the first
+    """Load the normal form's and the tokenizer's compiled code in a daemon thread while the index opens and the first
     chunk is read: numba's first load in a process (its code generator, then the cached kernel)
     takes a few tenths of a second, which the first chunks' preparing threads would otherwise wait
     for. The kernels are the same either way; this only moves when they load."""
@@ -374,7 +374,7 @@ def _warm_kernels() -> None:
 
     def load() -> None:
         try:
-            text.analyze(pa.array(["warm up"], pa.large_string()), 0, spans=False)
+            text.analyze(text.normal_form(pa.array(["Warm up ™"], pa.large_string())), 0, spans=False)
         except Exception:  # pragma: no cover - the preparing threads then load it (and report any error)
             pass
 
