@@ -366,10 +366,10 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
 
 
 def _warm_kernels() -> None:
-    """Load the normal form's and the tokenizer's compiled code in a daemon thread while the index opens and the first
-    chunk is read: numba's first load in a process (its code generator, then the cached kernel)
-    takes a few tenths of a second, which the first chunks' preparing threads would otherwise wait
-    for. The kernels are the same either way; this only moves when they load."""
+    """Load the normal form's and the tokenizer's compiled code in a daemon thread while the index
+    opens and the first chunk is read: numba's first load in a process (its code generator, then
+    the cached kernels) takes a few tenths of a second, which the first chunks' preparing threads
+    would otherwise wait for. The kernels are the same either way; this only moves when they load."""
     import threading
 
     def load() -> None:
