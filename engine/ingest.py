@@ -232,10 +232,16 @@ class _Versions:
         """The known versions of ``urls`` (those not seen yet in this batch), from the postings: the
         ``url`` lists and each document's ``val:docinfo`` row (``neardup.keys``); a document without a row
         (an index whose postings predate it) is read from the catalog."""
-        todo = [(u, int(k)) for u, k in zip(urls, url_hashes.tolist()) if u not in self.by_url]
+        by_url = self.by_url
+        todo = [(u, k) for u, k in zip(urls, url_hashes.tolist()) if u not in by_url]
         if not todo:
             return
         found = self.w.postings.get_many("url", {k for _, k in todo})
+        if len(found) < len(todo):  # urls no older document has (all of them in a new index): no versions
+            by_url.update({u: [] for u, k in todo if k not in found})
+            todo = [(u, k) for u, k in todo if k in found]
+            if not todo:
+                return
         ids = unique(np.concatenate(list(found.values()))).astype(np.int64) if found else np.zeros(0, np.int64)
         have, rows_ = self.w.postings.get_fixed(DOCINFO, ids, 16) if ids.size else (ids, np.zeros((0, 16), np.uint8))
         info = rows_.view(">u8").reshape(-1, 2).astype(np.uint64) if have.size else np.zeros((0, 2), np.uint64)
@@ -538,6 +544,9 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     urls = t.column("url").to_pylist()
     hashes = t.column("content_hash").to_numpy()
     versions.load(urls, hash64(urls))
+    known_lists = [versions.by_url[u] for u in urls]
+    if not any(known_lists) and len(set(urls)) == len(urls):  # every url new: each text its version 1
+        return _add_new_urls(w, versions, prepared, batch_id, next_doc, res, known_lists, hashes)
     keep = np.zeros(len(urls), dtype=bool)
     doc_ids = np.zeros(len(urls), dtype=np.int64)
     vers = np.zeros(len(urls), dtype=np.int32)
@@ -564,28 +573,51 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
         kept = t if n == len(urls) else t.filter(pa.array(keep))
         kept_ids = doc_ids[keep]
         latest = np.array([versions.by_url[u][-1][0] == d for u, d in zip(kept.column("url").to_pylist(), kept_ids.tolist())])
-        new_docs = kept.append_column("doc_id", pa.array(kept_ids, pa.int64()))
-        new_docs = new_docs.append_column("batch_id", pa.array(np.full(n, batch_id, np.int32)))
-        new_docs = new_docs.append_column("version", pa.array(vers[keep], pa.int32()))
-        new_docs = new_docs.append_column("is_latest", pa.array(latest))
-        con.register("new_docs", new_docs)
-        try:
-            con.execute(query("catalog", "insert_documents"))
-            insert_fingerprints(con, new_docs, registered="new_docs")
-        finally:
-            con.unregister("new_docs")
-        if prepared.terms is not None:
-            rows = t.column("_row").to_numpy()
-            row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
-            row_to_doc[rows[keep]] = doc_ids[keep]
-            insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
-            if prepared.sent_terms is not None:
-                offset = res.sentences_seen
-                insert_by_row(con, "batch_sent_terms", shift_sentences(prepared.sent_terms, offset), row_to_doc)
-                insert_by_row(con, "batch_sent_text", shift_sentences(prepared.sent_texts, offset), row_to_doc)
-                res.sentences_seen = offset + prepared.sent_texts.num_rows
-        res.n_docs += n
+        _insert_documents(con, kept, prepared, keep, doc_ids, vers[keep], latest, batch_id, res)
     return next_doc
+
+
+def _add_new_urls(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
+                  known_lists: list[list], hashes: np.ndarray) -> int:
+    """``_add_documents`` where no url of the chunk has a version yet and none comes twice: every
+    record is added as its url's version 1 (the same rows the general path gives, without its
+    per-record decisions)."""
+    t = prepared.table
+    n = t.num_rows
+    doc_ids = np.arange(next_doc, next_doc + n, dtype=np.int64)
+    for known, d, ch in zip(known_lists, doc_ids.tolist(), hashes.tolist()):
+        known.append([d, ch, 1, True])
+    _insert_documents(w.con, t, prepared, np.ones(n, dtype=bool), doc_ids, np.ones(n, np.int32), np.ones(n, dtype=bool),
+                      batch_id, res)
+    return next_doc + n
+
+
+def _insert_documents(con, kept: pa.Table, prepared: _Prepared, keep: np.ndarray, doc_ids: np.ndarray, vers: np.ndarray,
+                      latest: np.ndarray, batch_id: int, res: IngestResult) -> None:
+    """Insert the records ``kept`` (the chunk's rows where ``keep``) under ``doc_ids[keep]``, with
+    their versions and latest flags, and their fingerprints (and terms)."""
+    n = kept.num_rows
+    new_docs = kept.append_column("doc_id", pa.array(doc_ids[keep], pa.int64()))
+    new_docs = new_docs.append_column("batch_id", pa.array(np.full(n, batch_id, np.int32)))
+    new_docs = new_docs.append_column("version", pa.array(vers, pa.int32()))
+    new_docs = new_docs.append_column("is_latest", pa.array(latest))
+    con.register("new_docs", new_docs)
+    try:
+        con.execute(query("catalog", "insert_documents"))
+        insert_fingerprints(con, new_docs, registered="new_docs")
+    finally:
+        con.unregister("new_docs")
+    if prepared.terms is not None:
+        rows = prepared.table.column("_row").to_numpy()
+        row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
+        row_to_doc[rows[keep]] = doc_ids[keep]
+        insert_by_row(con, "doc_terms", prepared.terms, row_to_doc)
+        if prepared.sent_terms is not None:
+            offset = res.sentences_seen
+            insert_by_row(con, "batch_sent_terms", shift_sentences(prepared.sent_terms, offset), row_to_doc)
+            insert_by_row(con, "batch_sent_text", shift_sentences(prepared.sent_texts, offset), row_to_doc)
+            res.sentences_seen = offset + prepared.sent_texts.num_rows
+    res.n_docs += n
 
 
 def _insert_rejects(con, batch_id: int, rejects: list[Reject]) -> None:
