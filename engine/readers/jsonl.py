@@ -44,13 +44,13 @@ def read_jsonl(stream: BinaryIO, source: str, opts: ReadOptions) -> Iterator[Raw
     lineno = 0
     try:
         for block in iter_blocks(stream):
-            n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-            fast = _fast_block(block, lineno, source, opts)
+            ends = _line_ends(block)
+            fast = _fast_block(block, lineno, source, opts, ends)
             if fast is not None:
                 if b.pending():
                     yield b.take()
                 yield fast
-                lineno += n_lines
+                lineno += ends.size
                 continue
             lines = block.split(b"\n")
             if block.endswith(b"\n"):
@@ -71,8 +71,18 @@ def _fields(opts: ReadOptions) -> list[str]:
     return [opts.id_field] if opts.id_field else ["url", "id"]
 
 
-def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions) -> RawChunk | None:
-    """The block's records via Arrow's JSON reader, or None when the line-by-line path must decide."""
+def _line_ends(block: bytes) -> np.ndarray:
+    """Where each line of ``block`` ends: its line feed's offset, or the block's length for a last
+    line without one (numpy's compare runs without the interpreter's lock; ``bytes.count`` holds it)."""
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    if not block.endswith(b"\n"):
+        ends = np.append(ends, len(block))
+    return ends
+
+
+def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, ends: np.ndarray) -> RawChunk | None:
+    """The block's records via Arrow's JSON reader, or None when the line-by-line path must decide;
+    ``ends``: ``_line_ends(block)``."""
     ids = _fields(opts)
     if opts.text_field in ids:
         return None
@@ -86,7 +96,7 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions) -
         table.validate(full=True)  # Arrow's JSON reader does not check UTF-8
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
-    n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    n_lines = int(ends.size)
     if table.num_rows != n_lines:  # Arrow skips blank lines: rows would not map to lines
         return None
     text = table.column(opts.text_field).combine_chunks()
@@ -116,9 +126,6 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions) -
         url = col if url is None else pc.coalesce(url, col)
     fallback = pa.array([f"{source}#line{n}" for n in line_no.tolist()], pa.string())
     url = pc.coalesce(url, fallback)
-    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-    if not block.endswith(b"\n"):
-        ends = np.append(ends, len(block))
     sizes = np.diff(np.concatenate([[-1], ends]))  # line length + newline
     keep = pa.array(~bad)
     batch = pa.RecordBatch.from_arrays(
