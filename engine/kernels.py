@@ -857,7 +857,8 @@ BAND_HITS = 1 << 20
 BAND_TILE = 32
 
 
-def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need):
+def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need,
+                    band=None, band_keys=None, key_row=None):
     """The LSH candidates of a slice that pass the agreement filter, without listing the candidates.
 
     ``d``: the doc ids of a batch's (key, doc) rows sorted by key then id; for each selected row
@@ -867,7 +868,11 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     at least ``need`` positions (``low_new[new_row[doc - base]]`` for the batch's docs,
     ``low_old[o_rows[q]]`` for older holder ``q``; ``low_old`` may hold its rows padded with zero
     bytes to a multiple of 8, as ``byte_words`` reads them).
-    Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice)."""
+    Returns ``(a, b)``, ``a < b``, one row per shared key (a pair sharing two keys comes twice),
+    except that with ``band`` (each row of ``d``'s band), ``band_keys`` (a row of every band's key
+    per batch document) and ``key_row`` (doc - base -> its row there), two of the batch's documents
+    come only from the first band whose keys they share (or, where two bands' keys collide, from
+    the collision too)."""
     most = np.asarray(sel - group_first, dtype=np.int64)
     has = sel_old >= 0
     most[has] += np.diff(o_start)[sel_old[has]]
@@ -877,8 +882,11 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     width = low_new.shape[1]
     w_new, w_old = byte_words(low_new), byte_words(low_old, width)
     pad = padded(width) - width
+    if band is None:  # no band per row: every shared key's row
+        band, band_keys, key_row = np.zeros(0, np.int64), np.zeros((0, 0), np.uint64), np.zeros(0, np.int64)
     for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
-                                                     base, w_new, w_old, need + pad, BAND_TILE), (out_a, out_b)):
+                                                     base, w_new, w_old, need + pad, BAND_TILE,
+                                                     band, band_keys, key_row), (out_a, out_b)):
         got_a.append(out_a[:n].copy())
         got_b.append(out_b[:n].copy())
     if not got_a:
@@ -888,7 +896,7 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
 
 @njit(cache=True, nogil=True)
 def band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, w_new, w_old,
-                        need, tile, i0, out_a, out_b):
+                        need, tile, band, band_keys, key_row, i0, out_a, out_b):
     """``band_agreements`` from selected row ``i0`` on, into ``out_a``/``out_b`` until the next rows'
     candidates might not fit: returns ``(next i, n)``. Every candidate is written and the count
     advances only for a kept one, and the buffers are never reallocated, so the loops have no
@@ -898,8 +906,12 @@ def band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, ne
     The selected rows of one key (adjacent: ``sel`` is in key order) are taken together, and their
     older holders' rows are walked in tiles of ``tile`` (``BAND_TILE``), each tile against every one of those
     rows: an older row is then loaded from memory once per tile instead of once per new document
-    (the older rows of a frame-heavy site are hundreds of megabytes, read in key order, not id order)."""
+    (the older rows of a frame-heavy site are hundreds of megabytes, read in key order, not id order).
+
+    With ``band`` not empty, a pair of the batch's documents is skipped at a key of band j when
+    their keys of an earlier band are equal: it comes from that band's key (``band_agreements``)."""
     cap = out_a.size
+    by_band = band.size > 0
     n = 0
     i = i0
     while i < sel.size:
@@ -919,8 +931,19 @@ def band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, ne
             r = sel[ii]
             b = d[r]
             yb = new_row[b - base]
+            jb = band[r] if by_band else 0
+            kb = key_row[b - base] if by_band else 0
             for e in range(group_first[ii], r):
                 a = d[e]
+                if jb > 0:
+                    ka = key_row[a - base]
+                    earlier = False
+                    for q in range(jb):
+                        if band_keys[ka, q] == band_keys[kb, q]:
+                            earlier = True
+                            break
+                    if earlier:
+                        continue
                 same = _equal_bytes(w_new, new_row[a - base], w_new, yb)
                 out_a[n] = a
                 out_b[n] = b

@@ -439,6 +439,48 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
         kernels.BAND_HITS, kernels.BAND_TILE = default_hits, default_tile
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_agreeing_pairs_by_first_band_are_those_of_every_shared_key(data):
+    """With LSH band keys laid out as ``candidate_postings`` gives them (each document's bands in
+    order), ``agreeing_pairs`` emits a pair of the batch's documents from its first shared band only,
+    and the pairs are exactly those of every shared key (brute force), for any range: also where a
+    key of one band equals another band's key (few key values) and with older holders."""
+    from neardup.store.postings import MemoryPostings
+
+    perms = data.draw(st.integers(1, 5))
+    bands = data.draw(st.integers(1, 5))
+    lo = data.draw(st.integers(1, 8))
+    n_new = data.draw(st.integers(1, 12))
+    new = np.arange(lo, lo + n_new, dtype=np.int64)
+    n_values = data.draw(st.integers(1, 4))  # few distinct keys: shared bands, and keys equal across bands
+    mat = np.array(data.draw(st.lists(st.lists(st.integers(0, n_values - 1), min_size=bands, max_size=bands),
+                                      min_size=n_new, max_size=n_new)), np.uint64) * np.uint64(1000003)
+    if data.draw(st.booleans()):  # keys of distinct bands never equal (as hashed with the band number)
+        mat = mat + np.arange(bands, dtype=np.uint64) * np.uint64(7)
+    keys, docs = mat.ravel(), np.repeat(new, bands).astype(np.uint64)
+    old = MemoryPostings()
+    old_rows = sorted(set(data.draw(st.lists(st.tuples(st.integers(0, lo - 1), st.sampled_from(sorted(set(keys.tolist())))),
+                                             max_size=20))))
+    if old_rows:
+        old.apply_batch(1, {"t": (np.array([k for _, k in old_rows], np.uint64), np.array([d for d, _ in old_rows], np.uint64))})
+    every = lo + n_new
+    low = np.array(data.draw(st.lists(st.lists(st.integers(0, 1), min_size=perms, max_size=perms), min_size=every, max_size=every)), np.uint8)
+    need = data.draw(st.integers(0, perms))
+    cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=3)))) if n_new > 1 else []
+    by_band, plain = pairs.KeyGroups(keys, docs, bands), pairs.KeyGroups(keys, docs)
+    assert by_band.band is not None
+    holders: dict[int, set[int]] = {}
+    for d, k in [*zip(docs.tolist(), keys.tolist()), *old_rows]:
+        holders.setdefault(k, set()).add(d)
+    for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
+        want = {(a, b) for h in holders.values() for a in h for b in h
+                if a < b and first <= b < end and (low[a] == low[b]).sum() >= need}
+        for g in (by_band, plain):
+            ga, gb, _, _ = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
+            assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_low_byte_agreements_count_equal_bytes(data):

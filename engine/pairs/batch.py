@@ -14,7 +14,7 @@ from ..settings import Settings
 from ..sqlfiles import query
 from .chains import _a12_pairs, _chain_pairs
 from .groups import KeyGroups
-from .keys import candidate_postings, pair_methods, simhash_plan
+from .keys import candidate_postings, lsh_params, pair_methods, simhash_plan
 from .simhash import ScanBeside, scan_pairs, use_scan
 from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
@@ -141,8 +141,7 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
 
         def _cand(table: str) -> tuple[np.ndarray, np.ndarray]:
             if table not in groups:
-                k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-                groups[table] = KeyGroups(k, d)
+                groups[table] = _key_groups(keys, table, settings)
             a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
             rows[0] += n
             if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
@@ -158,8 +157,7 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
 
         def _agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
             if table not in groups:
-                k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-                groups[table] = KeyGroups(k, d)
+                groups[table] = _key_groups(keys, table, settings)
             if "low" not in batch_low:
                 batch_low["low"] = _batch_low_rows(keys, settings.minhash_perms)
             new_ids, low_new = batch_low["low"]
@@ -173,6 +171,15 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
             found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
         step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
         first = last + 1
+
+
+def _key_groups(keys: dict, table: str, settings: Settings) -> KeyGroups:
+    """The batch's keys of ``table`` grouped; the LSH band keys (``keys.candidate_postings``: each
+    document's bands in order) with their band count, so a pair of the batch's documents is emitted
+    from its first shared band only."""
+    k, d = keys.get(table, (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
+    bands = lsh_params(settings.threshold, settings.minhash_perms)[0] if table == "lsh" else None
+    return KeyGroups(k, d, bands)
 
 
 def _older(con, m: str, lo: int) -> int:

@@ -74,7 +74,10 @@ class KeyGroups:
     """A batch's candidate keys grouped once (equal keys adjacent, ids ascending within a key), so
     the pairs of any range of its documents can be emitted without sorting the batch again."""
 
-    def __init__(self, keys: np.ndarray, docs: np.ndarray):
+    def __init__(self, keys: np.ndarray, docs: np.ndarray, bands: int | None = None):
+        """``bands``: the keys are ``bands`` per document, in band order, a document after another
+        (LSH band keys): ``agreeing_pairs`` then emits a pair of the batch's documents from the
+        first band whose keys they share only."""
         from .. import memory
 
         self.cap = memory.current().scaled(OLD_CACHE_IDS)  # older holder ids held at most
@@ -82,6 +85,17 @@ class KeyGroups:
             raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
         order = np.lexsort((docs, keys))
         self.k, self.d = keys[order], docs[order].astype(np.int64)
+        #: per row its band, the keys of every band per document and document -> its row there
+        self.band = self.band_keys = self.key_row = None
+        if bands and keys.size and keys.size % bands == 0:
+            per_doc = docs.reshape(-1, bands)
+            ids = per_doc[:, 0].astype(np.int64)
+            if (per_doc == per_doc[:, :1]).all() and np.unique(ids).size == ids.size:
+                self.band = (order % bands).astype(np.int64)
+                self.band_keys = np.ascontiguousarray(keys.reshape(-1, bands), dtype=np.uint64)
+                self.key_base = int(ids.min())
+                self.key_row = np.full(int(ids.max()) - self.key_base + 1, -1, np.int64)
+                self.key_row[ids - self.key_base] = np.arange(ids.size)
         self.uk, self.first = np.unique(self.k, return_index=True)
         self.size = np.diff(np.r_[self.first, self.k.size])
         self.group = np.repeat(np.arange(self.uk.size), self.size)
@@ -202,8 +216,15 @@ class KeyGroups:
         base = int(new_ids[0]) if new_ids.size else 0
         new_row = np.full(int(new_ids[-1]) - base + 1 if new_ids.size else 0, -1, np.int64)
         new_row[new_ids - base] = np.arange(new_ids.size)
+        by_band = ()
+        if self.band is not None:  # key rows indexed like new_row (doc - base)
+            key_row = np.full(new_row.size, -1, np.int64)
+            ids = np.arange(self.key_row.size) + self.key_base
+            inside = (ids >= base) & (ids < base + new_row.size) & (self.key_row >= 0)
+            key_row[ids[inside] - base] = self.key_row[inside]
+            by_band = (self.band, self.band_keys, key_row)
         a, b = kernels.band_agreements(self.d, group_first, sel, sel_old, o_start, old, o_rows, new_row, base,
-                                       np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need)
+                                       np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need, *by_band)
         held = int(old.size + a.size)
         if a.size:
             code = kernels.occurring(_encode(a, b))  # a pair agrees in every band key it shares
