@@ -152,12 +152,14 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     vrank[vorder] = np.arange(vorder.size)
     u = u[vorder]
     cnt = counts[wslots][vorder]
-    p_val = vrank[np.searchsorted(wslots, slot[take])]
+    rank_of_slot = np.empty(keys.size, dtype=np.int64)  # slot -> its value's number (looked-up slots only)
+    rank_of_slot[wslots] = vrank
+    p_val = rank_of_slot[slot[take]]
 
     # who holds each looked-up value: the batch's documents (rows grouped by value), older ones from postings
     rows = np.flatnonzero(wanted[slot])
-    dense_rows = vrank[np.searchsorted(wslots, slot[rows])]
-    del vorder, vrank
+    dense_rows = rank_of_slot[slot[rows]]
+    del vorder, vrank, rank_of_slot
     del rank, wanted, keys, used, frequent, counts
     by_val = rows[np.argsort(dense_rows, kind="stable")]
     b_holder = owner[by_val]
