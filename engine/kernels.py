@@ -742,26 +742,6 @@ def distinct_counts(values, bits):
 
 
 @njit(cache=True, nogil=True)
-def holder_pair_counts(anchor, vidx, start, holders, smaller_only, bits):
-    """For each row ``i``, ``anchor[i]`` paired with every holder ``h`` of its value,
-    ``holders[start[vidx[i]]:start[vidx[i] + 1]]`` (only ``h < anchor[i]`` when ``smaller_only``):
-    the distinct codes ``h << 32 | anchor[i]`` and how often each comes, in no particular order
-    (``distinct_counts`` of the rows, which are never listed)."""
-    keys = np.zeros(np.int64(1) << np.int64(bits), np.uint64)
-    counts = np.zeros(keys.size, np.int64)
-    n_used = 0
-    for i in range(anchor.size):
-        a = anchor[i]
-        low = uint64(a)
-        for q in range(start[vidx[i]], start[vidx[i] + 1]):
-            h = holders[q]
-            if smaller_only and h >= a:
-                continue
-            keys, counts, n_used = _count(keys, counts, n_used, (uint64(h) << uint64(32)) | low)
-    return _counted(keys, counts, n_used)
-
-
-@njit(cache=True, nogil=True)
 def component_roots(n, a, b):
     """Connected components of the graph on nodes ``0..n-1`` with edges ``(a[i], b[i])``: each
     node's smallest node of its component (union-find, the larger root joined to the smaller)."""
@@ -796,14 +776,74 @@ def occurring(values: np.ndarray, times: int = 1) -> np.ndarray:
 
 def holder_pairs(anchor: np.ndarray, vidx: np.ndarray, start: np.ndarray, holders: np.ndarray,
                  smaller_only: bool, times: int, rows: int) -> np.ndarray:
-    """``occurring`` of the codes ``holder_pair_counts`` counts (``rows`` of them, about), without
-    listing them: the distinct codes ``h << 32 | anchor`` that come at least ``times`` times, ascending."""
+    """For each row ``i``, ``anchor[i]`` paired with every holder ``h`` of its value,
+    ``holders[start[vidx[i]]:start[vidx[i] + 1]]`` (only ``h < anchor[i]`` when ``smaller_only``):
+    the distinct codes ``h << 32 | anchor[i]`` that come at least ``times`` times, ascending, without
+    listing the rows. ``rows``: about how many rows there are (the callers' estimate; unused).
+
+    Counted an anchor at a time (``holder_pair_scan``): a counter per holder, which for the batch's
+    own documents (or an older slice's holders, numbered densely) stays in the processor's cache,
+    where one hash table of every (holder, anchor) code did not: on rust-1.63's sketches 0.045 s
+    against 0.31 s, of a concept search of 0.65 s before."""
     if anchor.size == 0:
         return np.zeros(0, np.uint64)
-    v, c = holder_pair_counts(np.ascontiguousarray(anchor, np.int64), np.ascontiguousarray(vidx, np.int64),
-                              np.ascontiguousarray(start, np.int64), np.ascontiguousarray(holders, np.int64),
-                              smaller_only, max(10, int(rows // 8).bit_length()))
-    return np.sort(v[c >= times] if times > 1 else v)
+    anchor = np.ascontiguousarray(anchor, np.int64)
+    vidx = np.ascontiguousarray(vidx, np.int64)
+    start = np.ascontiguousarray(start, np.int64)
+    holders = np.ascontiguousarray(holders, np.int64)
+    if anchor.size > 1 and (anchor[1:] < anchor[:-1]).any():  # rows grouped by anchor
+        order = np.argsort(anchor, kind="stable")
+        anchor, vidx = anchor[order], vidx[order]
+    bound = int((start[vidx + 1] - start[vidx]).sum())  # rows, before ``smaller_only``
+    if holders.size == 0 or bound == 0:
+        return np.zeros(0, np.uint64)
+    top = int(holders.max()) + 1
+    if top <= max(4 * holders.size, 1 << 20):
+        ids, dense = np.zeros(0, np.int64), holders
+    else:  # sparse older ids: numbered densely, so the counters stay small
+        ids, dense = np.unique(holders, return_inverse=True)
+        top = ids.size
+    code = holder_pair_scan(anchor, vidx, start, dense, ids, top, smaller_only, times, bound)
+    code.sort()
+    return code
+
+
+@njit(cache=True, nogil=True)
+def holder_pair_scan(anchor, vidx, start, holders, ids, n_holders, smaller_only, times, bound):
+    """``holder_pairs`` of rows grouped by anchor: per anchor, each holder of its values counted
+    in ``counts`` (indexed by ``holders``, below ``n_holders``; the holder's id is ``ids[h]``, or
+    ``h`` when ``ids`` is empty), and those counted ``times`` times or more emitted as codes in no
+    particular order. ``bound``: at least the number of rows (the output's room)."""
+    counts = np.zeros(n_holders, np.int32)
+    touched = np.empty(n_holders, np.int64)
+    out = np.empty(bound, np.uint64)
+    named = ids.size > 0
+    n = 0
+    i = 0
+    while i < anchor.size:
+        a = anchor[i]
+        low = uint64(a)
+        nt = 0
+        while i < anchor.size and anchor[i] == a:
+            v = vidx[i]
+            for q in range(start[v], start[v + 1]):
+                h = holders[q]
+                hid = ids[h] if named else h
+                if smaller_only and hid >= a:
+                    continue
+                if counts[h] == 0:
+                    touched[nt] = h
+                    nt += 1
+                counts[h] += 1
+            i += 1
+        for t in range(nt):
+            h = touched[t]
+            if counts[h] >= times:
+                hid = ids[h] if named else h
+                out[n] = (uint64(hid) << uint64(32)) | low
+                n += 1
+            counts[h] = 0
+    return out[:n]
 
 
 @njit(cache=True, nogil=True)

@@ -138,11 +138,14 @@ def test_occurring_counts_as_unique_does(values, times, bits):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 60), max_size=12), min_size=1, max_size=8),  # each value's holders
        st.lists(st.tuples(st.integers(0, 60), st.integers(0, 7)), max_size=40),  # (anchor, value) rows
-       st.booleans(), st.integers(1, 4))
-def test_holder_pairs_counts_the_rows_it_does_not_list(holders, rows, smaller_only, times):
+       st.booleans(), st.integers(1, 4), st.sampled_from([1, 1 << 21]))
+def test_holder_pairs_counts_the_rows_it_does_not_list(holders, rows, smaller_only, times, spread):
+    # rows in any order (grouped by anchor inside), holders repeated in a list, and holder ids
+    # spread far apart (``spread``: numbered densely inside) or not
     from neardup import kernels
 
-    rows = [(a, v % len(holders)) for a, v in rows]
+    holders = [[h * spread for h in hs] for hs in holders]
+    rows = [(a * spread, v % len(holders)) for a, v in rows]
     listed = [(h << 32) | a for a, v in rows for h in holders[v] if not smaller_only or h < a]
     u, n = np.unique(np.array(listed, dtype=np.uint64), return_counts=True)
     start = np.zeros(len(holders) + 1, np.int64)
