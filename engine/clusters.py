@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import concepts
-from .neighbours import all_pairs, neighbour_lists, postings_of, search
+from .neighbours import all_pairs, neighbour_arrays, neighbour_lists, postings_of, search
 from .pipeline import Beside, lap
 from .settings import Settings
 from .store import catalog
@@ -161,7 +161,8 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
 class SearchResult(NamedTuple):
     """What a ``NeighbourSearch`` found for a batch's new documents."""
 
-    neighbours: dict[int, list[int]]  # N(q) of each new document q
+    any_neighbours: bool  # whether any new document has a neighbour
+    near_new: dict[int, list[int]]  # each older neighbour -> the new documents it neighbours
     sketches: dict[int, np.ndarray]  # every sketch involved
     found: list  # the concepts mined, as ``_insert`` rows
     postings: dict  # the new documents' ``concept_postings``
@@ -187,11 +188,20 @@ class NeighbourSearch:
 
         def run() -> SearchResult:
             t = time.perf_counter()
-            nb, sk = _neighbours_of(cur, postings, lo, ids, flat, lens, settings)
+            k = settings.support
+            a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings,
+                             old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)))
+            anchors, nb_off, nb = neighbour_arrays(a, b, lo)
+            old = unique(a[a < lo])
+            old_sk = _sketches(cur, postings, lo, old) if old.size else {}
+            starts = np.concatenate([[0], np.cumsum(lens)])
+            sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
+            sk.update(old_sk)
             t_mine = time.perf_counter()
-            found = _mine(nb, sk, lo, hi, settings.support)
+            found = _mine_arrays(anchors, nb_off, nb, ids, flat, lens, old_sk, lo, hi, k)
             mining = time.perf_counter() - t_mine
-            return SearchResult(nb, sk, found, concept_postings_of(ids, flat, lens, settings.support), t_mine - t, mining)
+            return SearchResult(anchors.size > 0, _near_new(a, b, lo), sk, found,
+                                concept_postings_of(ids, flat, lens, k), t_mine - t, mining)
 
         self._job = Beside(run, "neardup-concepts", done=cur.close)
 
@@ -212,20 +222,27 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     k = settings.support
     timings = timings if timings is not None else {}
     t = time.perf_counter()
+    nb = None
     if search is not None:
         r = search.result()
-        nb, sk, found = r.neighbours, r.sketches, r.found
+        any_nb, near_new, sk, found = r.any_neighbours, r.near_new, r.sketches, r.found
         timings["clusters: neighbours"] = timings.get("clusters: neighbours", 0.0) + r.searching
         timings["clusters: mine"] = timings.get("clusters: mine", 0.0) + r.mining
         t = lap(timings, "clusters: wait", t)
     else:
         nb, sk = _neighbours(con, postings, lo, hi, settings)
         t = lap(timings, "clusters: neighbours", t)
-        found = None
-    if not nb:
+        any_nb, found = bool(nb), None
+        # each older neighbour -> the new documents it neighbours
+        near_new = {}
+        for q, ns in nb.items():
+            for e in ns:
+                if e < lo:
+                    near_new.setdefault(e, []).append(q)
+    if not any_nb:
         return {"created": 0, "removed": 0}
     # clusters a new document extends are no longer maximal
-    touched = sorted({e for q in nb for e in nb[q] if e < lo})
+    touched = sorted(near_new)
     gone: list[int] = []
     if touched:
         con.register("nb_ids", pa.table({"doc_id": pa.array(touched, pa.int64())}))
@@ -239,11 +256,6 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
             con.unregister("nb_ids")
         # X is extended by q iff |I(X) ∩ S(q)| >= k (then q neighbours every member): only the
         # new neighbours of X's first member need checking
-        near_new: dict[int, list[int]] = {}
-        for q, ns in nb.items():
-            for e in ns:
-                if e < lo:
-                    near_new.setdefault(e, []).append(q)
         for cid, common, members in rows:
             common = np.asarray(common or [], dtype=np.uint64)
             if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(members[0], ())):
@@ -256,6 +268,37 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     _insert(con, "concept", batch_id, found, {"support": k, "sketch": "bottomk", "size": settings.bottomk})
     lap(timings, "clusters: insert", t)
     return {"created": len(found), "removed": len(gone)}
+
+
+def _near_new(a: np.ndarray, b: np.ndarray, lo: int) -> dict[int, list[int]]:
+    """Of the neighbour pairs ``(a[i], b[i])`` (``a < b``, ``b`` new): each older document ``a``
+    -> the new documents it neighbours."""
+    old = np.flatnonzero(np.asarray(a) < lo)
+    out: dict[int, list[int]] = {}
+    for e, q in zip(np.asarray(a)[old].tolist(), np.asarray(b)[old].tolist()):
+        out.setdefault(e, []).append(q)
+    return out
+
+
+def _mine_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, ids: np.ndarray, flat: np.ndarray,
+                 lens: np.ndarray, old_sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple]:
+    """``_mine`` of neighbours as arrays (``neighbours.neighbour_arrays``): the new documents'
+    sketches are ``ids``/``flat``/``lens`` (the batch's, ids ascending), the older ones' ``old_sk``."""
+    if anchors.size == 0:
+        return []
+    docs = unique(np.concatenate([anchors, nb]))
+    old_docs, new_docs = docs[docs < lo], docs[docs >= lo]
+    offs = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    at = np.searchsorted(ids, new_docs)
+    n_lens = offs[at + 1] - offs[at]
+    take = np.repeat(offs[at] - np.concatenate([[0], np.cumsum(n_lens)[:-1]]), n_lens) + np.arange(int(n_lens.sum()))
+    old_parts = [np.asarray(old_sk[d], dtype=np.uint64) for d in old_docs.tolist()]
+    vals = np.concatenate([*old_parts, np.asarray(flat, dtype=np.uint64)[take]])
+    all_lens = np.concatenate([np.fromiter(map(len, old_parts), np.int64, count=len(old_parts)), n_lens])
+    new = (docs >= lo) & (docs <= hi)
+    found = concepts.mine_anchor_arrays(anchors, nb_off, nb, docs, vals, all_lens, new, k)
+    return [(c.members, c.support, c.common, c.truncated) for c in found]
 
 
 def _mine(nb: dict[int, list[int]], sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple]:

@@ -142,6 +142,25 @@ def mine_anchors(anchors: Iterable[int], sketches: Mapping[int, np.ndarray], nei
     return _concepts(found, [np.asarray(parts[a]).dtype for a in anchor_pos])
 
 
+def mine_anchor_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, docs: np.ndarray, vals: np.ndarray,
+                       lens: np.ndarray, new: np.ndarray, k: int, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """``mine_anchors`` of neighbours given as arrays (``neighbours.neighbour_arrays``: anchors
+    ascending, each one's neighbours ascending at ``nb[nb_off[i]:nb_off[i + 1]]``), without a
+    Python object per neighbour. ``docs``: every document involved, ascending, their uint64
+    sketches one after another in ``vals`` (``lens`` values each), ``new`` whether each is new.
+    The same concepts as ``mine_anchors``: the documents are numbered by ascending id here and in
+    order of appearance there, and the compiled miner reports doc ids, in an order the numbering
+    does not change."""
+    if anchors.size == 0:
+        return []
+    docs = np.asarray(docs, dtype=np.int64)
+    found = concept_kernels.mine_anchors(np.ascontiguousarray(vals, dtype=np.uint64), np.asarray(lens, dtype=np.int64), docs,
+                                         np.asarray(new, dtype=np.bool_), np.searchsorted(docs, anchors).astype(np.int64),
+                                         np.asarray(nb_off, dtype=np.int64), np.searchsorted(docs, nb).astype(np.int64),
+                                         k, budget, MAX_SETS)
+    return _concepts(found, [np.dtype(np.uint64)] * anchors.size)
+
+
 def _values(parts: list) -> tuple[np.ndarray, np.ndarray]:
     """Sketches as one uint64 array and their lengths (values are compared as uint64)."""
     vals = np.concatenate(parts)

@@ -247,6 +247,25 @@ def neighbour_lists(a: np.ndarray, b: np.ndarray, lo: int = 0) -> dict[int, list
     return nb
 
 
+def neighbour_arrays(a: np.ndarray, b: np.ndarray, lo: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``neighbour_lists`` as arrays: ``(anchors, offsets, neighbours)``, the documents from ``lo``
+    on that have neighbours (ascending) and each one's distinct neighbours (ascending) at
+    ``neighbours[offsets[i]:offsets[i + 1]]``."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    keep = src >= lo
+    src, dst = src[keep], dst[keep]
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    if src.size:
+        first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])]
+        src, dst = src[first], dst[first]
+    anchors, starts = np.unique(src, return_index=True)
+    offsets = np.r_[starts, src.size].astype(np.int64)
+    return anchors, offsets, dst
+
+
 def all_pairs(sk: dict[int, np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of documents of ``sk`` (``{doc: sketch of distinct values}``) sharing at least
     ``k`` values, with how many they share."""

@@ -70,6 +70,39 @@ def test_compiled_miner_equals_the_reference(ctx, data):
 
 
 @settings(max_examples=200)
+@given(contexts, st.data())
+def test_the_miner_of_neighbour_arrays_equals_the_miner_of_lists(ctx, data):
+    """``mine_anchor_arrays`` (documents numbered by ascending id, neighbours as arrays from the
+    pairs, ``neighbours.neighbour_arrays``) reports exactly what ``mine_anchors`` does, anchors
+    being the documents from ``lo`` on."""
+    from neardup import neighbours
+
+    seed, n_docs, size, spread = ctx
+    sk = family_context(seed, n_docs, size, max(size + 1, size * spread // 2))
+    k = max(1, data.draw(st.sampled_from(overlaps(sk) or [size]), "overlap") + data.draw(st.integers(-1, 1), "shift"))
+    ids = sorted(sk)
+    lo = data.draw(st.sampled_from(ids), "lo")
+    new = data.draw(st.sets(st.sampled_from(ids)), "new")
+    budget = data.draw(st.sampled_from([0, 3, 20, concepts.DEFAULT_BUDGET]), "budget")
+    nb = concepts.neighbours_brute(sk, k)
+    pairs = sorted({(min(q, e), max(q, e)) for q in ids for e in nb[q] if max(q, e) >= lo})
+    pairs += pairs[: data.draw(st.integers(0, 2), "repeated")]  # a pair given twice counts once
+    a = np.array([x for x, _ in pairs], np.int64)
+    b = np.array([y for _, y in pairs], np.int64)
+    lists = neighbours.neighbour_lists(a, b, lo)
+    want = concepts.mine_anchors(sorted(lists), sk, lists, k, new.__contains__, budget)
+    anchors, nb_off, nbs = neighbours.neighbour_arrays(a, b, lo)
+    assert [(q, nbs[s:e].tolist()) for q, s, e in zip(anchors.tolist(), nb_off[:-1].tolist(), nb_off[1:].tolist())] \
+        == [(q, sorted(set(lists[q]))) for q in sorted(lists)]
+    docs = np.array(sorted(set(anchors.tolist()) | set(nbs.tolist())), np.int64)
+    parts = [sk[d] for d in docs.tolist()]
+    vals = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    lens = np.array([p.size for p in parts], np.int64)
+    got = concepts.mine_anchor_arrays(anchors, nb_off, nbs, docs, vals, lens, np.isin(docs, sorted(new)), k, budget)
+    assert got == want
+
+
+@settings(max_examples=200)
 @given(st.integers(0, 2**32 - 1), st.integers(2, 10), st.data())
 def test_any_neighbour_lists_and_signed_values(seed, n_docs, data):
     """Beyond the contract (neighbours that share fewer than k values, signed values): still the
