@@ -45,6 +45,8 @@ _LOADER = ArcWarcRecordLoader(verify_http=False, arc2warc=True)
 #: warcio at LF), or bytes it could not decode (warcio falls back to Latin-1)
 _IRREGULAR = ("\r", "\n", "\ufffd")
 _GZIP = b"\x1f\x8b"
+#: the first lines warcio reads as a WARC record's (its prefixes, upper-cased); fastwarc frames others too
+_WARC_VERSIONS = tuple(ArcWarcRecordLoader.WARC_TYPES)
 
 
 class _Irregular(Exception):
@@ -72,6 +74,9 @@ def _record(headers, block: bytes) -> tuple[ArcWarcRecord, int]:
     fields = list(headers.astuples())
     if any(c in x for name, value in fields for x in (name, value) for c in _IRREGULAR):
         raise _Irregular("a header line warcio would split or decode otherwise")
+    line = headers.status_line
+    if any(c in line for c in _IRREGULAR) or not line.rstrip().upper().startswith(_WARC_VERSIONS):
+        raise _Irregular("a first line warcio does not read as a WARC record's")
     rec_headers = StatusAndHeaders(headers.status_line, fields, protocol="")
     kind = rec_headers.get_header("WARC-Type")
     uri = _LOADER._ensure_target_uri_format(rec_headers)
