@@ -20,9 +20,7 @@ from .base import RAW_SCHEMA, ChunkBuilder, RawChunk, Reject
 from .files import HTML_SUFFIXES, TEXT_SUFFIXES, read_document_files, read_document_stream
 from .jsonl import read_jsonl
 from .options import ReadOptions
-from .parquet import read_parquet
 from .streams import COMPRESSION_SUFFIXES, Prefixed, decompressed_head, decompressing, empty_compressed, peek, read_head
-from .warc import read_warc
 
 __all__ = ["RAW_SCHEMA", "RawChunk", "Reject", "ReadOptions", "FORMATS", "SUFFIXES", "COMPRESSION_SUFFIXES",
            "detect_format", "read_input", "sniff_format"]
@@ -120,6 +118,8 @@ def _read_file(p: Path, fmt: str, opts: ReadOptions) -> Iterator[RawChunk]:
     if why is not None:
         yield _one_reject(source, why)
     elif fmt == "parquet":
+        from .parquet import read_parquet  # on first use: Arrow's Parquet and file systems take 25 ms to import
+
         yield from read_parquet(source, source, opts)
     elif fmt in ("html", "text"):
         yield from read_document_files([(p, fmt == "html")], source, opts)
@@ -138,6 +138,8 @@ def _read_stream(raw: BinaryIO, source: str, fmt: str, opts: ReadOptions) -> Ite
     """An input of a known format from a stream: what ``_read_file`` does with a file."""
     raw, head = peek(raw)
     if fmt == "warc":
+        from .warc import read_warc  # on first use: the WARC readers take 28 ms to import
+
         yield from read_warc(raw, source, opts)
     elif fmt == "jsonl":
         # the decompressor is read directly: a buffered reader around it would
@@ -145,6 +147,8 @@ def _read_stream(raw: BinaryIO, source: str, fmt: str, opts: ReadOptions) -> Ite
         yield from read_jsonl(decompressing(raw, head), source, opts)
     elif fmt == "parquet":
         import pyarrow as pa
+
+        from .parquet import read_parquet
 
         yield from read_parquet(pa.BufferReader(raw.read()), source, opts)
     elif fmt in ("html", "text"):
