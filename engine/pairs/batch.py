@@ -127,6 +127,10 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
     keyed = [m for m in methods if m not in whole]
     groups: dict[str, KeyGroups] = {}
     values = ValueCache()
+    # the batch's shingle sets, read from the catalog once for its postings: verification finds them here
+    own = keys.get(VALUES + "shingles")
+    if own is not None:
+        values.add("shingles", dict(zip(own[0].tolist(), own[1])))
     batch_low: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     first, step = lo, FIRST_SLICE
     while keyed and first <= hi:
