@@ -149,16 +149,16 @@ def distinct_sorted(hashes: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[n
     """
     if hashes.size == 0:
         return hashes, np.zeros(n_docs, dtype=np.int64)
-    bounds = np.searchsorted(doc, np.arange(n_docs + 1)).tolist()
+    from .. import kernels
+
+    at = np.searchsorted(doc, np.arange(n_docs + 1))
+    bounds = at.tolist()
     s = hashes.copy()
     for i in range(n_docs):
         if bounds[i + 1] - bounds[i] > 1:
             s[bounds[i] : bounds[i + 1]].sort()
-    keep = np.ones(s.size, dtype=bool)
-    keep[1:] = s[1:] != s[:-1]
-    firsts = np.asarray(bounds[:-1], dtype=np.int64)
-    keep[firsts[firsts < s.size]] = True
-    return s[keep], np.bincount(doc[keep], minlength=n_docs)
+    n, counts = kernels.drop_repeats(s, at.astype(np.int64))  # in place, one pass (numpy's masks took five)
+    return s[:n], counts
 
 
 def smallest_distinct(hashes: np.ndarray, doc: np.ndarray, n_docs: int, k: int) -> tuple[np.ndarray, np.ndarray]:
