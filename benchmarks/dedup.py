@@ -18,7 +18,10 @@ the documents with edited copies), in one run:
 The peers read the JSONL and shingle in the timed region too (words are runs
 of letters and digits of the lower-cased text, as neardup's tokenizer makes
 them). The truth is the exact all-pairs answer (``neardup.exact.all_pairs``)
-on neardup's shingle sets. Times are medians of ``--runs``.
+on neardup's shingle sets. Times are medians of ``--runs``. With ``--alternate`` the
+tools take turns run by run (neardup, datasketch, neardup, ...), so the drift of a shared
+machine falls on all of them, after ``--warmup`` untimed runs of each (default 0; by default
+each tool's runs come one after the other, as before 2026-11-26's twentieth session).
 
     python benchmarks/dedup.py --docs 5000 --runs 3
 
@@ -176,6 +179,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip", default="", help="comma-separated tools to leave out: datasketch, sss")
     ap.add_argument("--corpus", help="a real corpus: JSON Lines with url and (extracted) text")
+    ap.add_argument("--alternate", action="store_true", help="the tools take turns, run by run")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed runs of each tool first")
     ap.add_argument("--pairs-via-cli", action="store_true",
                     help="read neardup's pairs with a second process (neardup sql --format csv), not run_sql in the timed child")
     a = ap.parse_args()
@@ -190,9 +195,24 @@ def main() -> None:
     if "sss" not in skip:
         tools.append(("SetSimilaritySearch all_pairs (exact)", run_sss))
     rows = []
-    for name, fn in tools:
-        t, found, all_t, rss = timed(fn, path, a.runs)
-        rows.append((name, t, found, all_t, rss))
+    if a.alternate:
+        for _ in range(a.warmup):
+            for _name, fn in tools:
+                in_child(fn, path)
+        got: dict[str, list] = {name: [] for name, _ in tools}
+        for _ in range(a.runs):
+            for name, fn in tools:
+                got[name].append(in_child(fn, path))
+        for name, _ in tools:
+            times = [t for t, _, _ in got[name]]
+            rows.append((name, statistics.median(times), got[name][-1][1], times,
+                         statistics.median([r for _, _, r in got[name]])))
+    else:
+        for name, fn in tools:
+            for _ in range(a.warmup):
+                in_child(fn, path)
+            t, found, all_t, rss = timed(fn, path, a.runs)
+            rows.append((name, t, found, all_t, rss))
     # the reference last: the tools' children fork from a process holding no corpus yet
     texts = [json.loads(line)["text"] for line in open(path, encoding="utf-8")]
     mb = sum(len(t.encode()) for t in texts) / 1e6
@@ -200,7 +220,8 @@ def main() -> None:
     truth = {(i, j) for i, j, _ in exact.all_pairs(exact.shingle_sets(texts), THRESHOLD)}
     t_truth = time.perf_counter() - t0
     print(f"{len(texts)} documents, {mb:.1f} MB; {len(truth)} pairs with word-5-shingle Jaccard >= {THRESHOLD} "
-          f"(exact all-pairs, {t_truth:.1f} s); medians of {a.runs} runs\n")
+          f"(exact all-pairs, {t_truth:.1f} s); medians of {a.runs} runs"
+          f"{', the tools taking turns' if a.alternate else ''}{f' after {a.warmup} untimed' if a.warmup else ''}\n")
     rows = [(name, t, len(found), *_scores(found, truth), all_t, rss) for name, t, found, all_t, rss in rows]
     base = rows[0][1]
     print("| tool | seconds (median) | peak RSS MB (median) | pairs | precision | recall | time / neardup's |")
