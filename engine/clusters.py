@@ -163,7 +163,7 @@ class SearchResult(NamedTuple):
 
     any_neighbours: bool  # whether any new document has a neighbour
     near_new: dict[int, list[int]]  # each older neighbour -> the new documents it neighbours
-    sketches: dict[int, np.ndarray]  # every sketch involved
+    sketches: dict[int, np.ndarray]  # the sketches of the new documents in near_new
     found: list  # the concepts mined, as ``_insert`` rows
     postings: dict  # the new documents' ``concept_postings``
     searching: float  # seconds
@@ -194,9 +194,11 @@ class NeighbourSearch:
             anchors, nb_off, nb = neighbour_arrays(a, b, lo)
             old = unique(a[a < lo])
             old_sk = _sketches(cur, postings, lo, old) if old.size else {}
+            # the sketches update_concepts reads: the new documents that neighbour older ones
             starts = np.concatenate([[0], np.cumsum(lens)])
-            sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
-            sk.update(old_sk)
+            near = unique(b[a < lo])
+            at = np.searchsorted(ids, near)
+            sk = {d: flat[starts[i] : starts[i + 1]] for d, i in zip(near.tolist(), at.tolist())}
             t_mine = time.perf_counter()
             found = _mine_arrays(anchors, nb_off, nb, ids, flat, lens, old_sk, lo, hi, k)
             mining = time.perf_counter() - t_mine
