@@ -546,7 +546,7 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     versions.load(urls, hash64(urls))
     known_lists = [versions.by_url[u] for u in urls]
     if not any(known_lists) and len(set(urls)) == len(urls):  # every url new: each text its version 1
-        return _add_new_urls(w, versions, prepared, batch_id, next_doc, res, known_lists, hashes)
+        return _add_new_urls(w, prepared, batch_id, next_doc, res, known_lists, hashes)
     keep = np.zeros(len(urls), dtype=bool)
     doc_ids = np.zeros(len(urls), dtype=np.int64)
     vers = np.zeros(len(urls), dtype=np.int32)
@@ -577,11 +577,12 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     return next_doc
 
 
-def _add_new_urls(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
+def _add_new_urls(w: Writer, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
                   known_lists: list[list], hashes: np.ndarray) -> int:
     """``_add_documents`` where no url of the chunk has a version yet and none comes twice: every
     record is added as its url's version 1 (the same rows the general path gives, without its
-    per-record decisions)."""
+    per-record decisions); ``known_lists``: each record's url's list of versions (empty), which
+    gets the new one."""
     t = prepared.table
     n = t.num_rows
     doc_ids = np.arange(next_doc, next_doc + n, dtype=np.int64)
