@@ -20,13 +20,13 @@ INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP);
 -- Every stored setting.
 SELECT key, value FROM settings ORDER BY key;
 
--- name: put_setting
--- Store one setting (callers delete the old value first).
-INSERT INTO settings VALUES (?, ?);
+-- name: put_settings
+-- Store settings: keys and JSON values as two lists of one length (callers delete the old values first).
+INSERT INTO settings SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]);
 
--- name: delete_setting
--- Remove one setting.
-DELETE FROM settings WHERE key = ?;
+-- name: delete_settings
+-- Remove the settings of a list of keys.
+DELETE FROM settings WHERE key IN (SELECT unnest(?::VARCHAR[]));
 
 -- name: next_ids
 -- The next batch id and the next doc id.
