@@ -4,6 +4,10 @@
 numpy 2.3, which on millions of 64-bit ids or pair codes is an order of
 magnitude slower than sorting them (2 million random uint64: 1.8 s against
 0.11 s with numpy 2.4 on this project's machine); ``unique`` sorts.
+
+``np.lexsort`` and ``np.argsort(kind="stable")`` on 64-bit keys are merge sorts, several times
+slower than numpy's default (vectorised) sort: ``key_order`` and ``sorted_distinct_pairs`` sort
+unstably and put the ties in order after.
 """
 
 from __future__ import annotations
@@ -20,3 +24,30 @@ def unique(x) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def key_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """``np.lexsort((docs, keys))``: the order by key, then doc, then position. Where ``docs`` never
+    decrease along the input (keys made document after document), by numpy's unstable sort of
+    the keys and each run of equal keys put back in input order (one compiled pass; 1.8 million
+    keys: 0.05 s against lexsort's 0.14 s)."""
+    keys, docs = np.asarray(keys), np.asarray(docs)
+    if keys.size < 2 or not (docs[1:] >= docs[:-1]).all():
+        return np.lexsort((docs, keys))
+    from . import kernels
+
+    order = np.argsort(keys)
+    kernels.sort_tied(order, keys[order])
+    return order
+
+
+def sorted_distinct_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(key, doc)`` rows, sorted by key then doc (``keys``, ``docs``: uint64)."""
+    from . import kernels
+
+    order = np.argsort(keys)
+    k, d = keys[order], docs[order]
+    kernels.sort_tied(d, k)
+    keep = np.ones(k.size, dtype=bool)
+    keep[1:] = (k[1:] != k[:-1]) | (d[1:] != d[:-1])
+    return k[keep], d[keep]

@@ -634,6 +634,20 @@ def sort_segments(data, offs):
 
 
 @njit(cache=True, nogil=True)
+def sort_tied(values, keys):
+    """Sort ``values`` in place within each run of equal ``keys`` (``keys`` ascending, aligned)."""
+    n = keys.size
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        if j - i > 1:
+            values[i:j].sort()
+        i = j
+
+
+@njit(cache=True, nogil=True)
 def _mix64(x):
     x ^= x >> uint64(33)
     x *= uint64(0xFF51AFD7ED558CCD)

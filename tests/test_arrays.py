@@ -1,4 +1,5 @@
-"""Array helpers: ``arrays.unique`` is ``np.unique`` by a sort; ``pipeline.in_parts`` is one call."""
+"""Array helpers: ``arrays.unique`` is ``np.unique`` by a sort, ``key_order`` is ``np.lexsort``,
+``sorted_distinct_pairs`` the distinct rows in order; ``pipeline.in_parts`` is one call."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import pipeline
-from neardup.arrays import unique
+from neardup.arrays import key_order, sorted_distinct_pairs, unique
 
 
 @settings(max_examples=100, deadline=None)
@@ -34,3 +35,32 @@ def test_in_parts_is_one_call(n, threads):
     assert sum(calls) == n
     # split only when there is enough for more than one part, and then over several parts
     assert len(calls) == (1 if threads == 1 or n < 2 * pipeline.MIN_PART else min(threads * 4, n // pipeline.MIN_PART))
+
+
+# few distinct keys and docs, so that runs of equal keys (and equal key and doc) are common
+_keyed = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), max_size=300)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_keyed, st.booleans(), st.booleans())
+def test_key_order_is_lexsort(rows, docs_ascending, huge_keys):
+    """Equal to ``np.lexsort((docs, keys))`` position by position (ties by position), with docs in
+    input order (the sorting path) or not (lexsort's); keys anywhere in the uint64 range."""
+    keys = np.array([k for k, _ in rows], dtype=np.uint64)
+    if huge_keys:
+        keys = keys * np.uint64(0x9E3779B97F4A7C15)  # spread over the range, ties kept
+    docs = np.array([d for _, d in rows], dtype=np.uint64)
+    if docs_ascending:
+        docs = np.sort(docs)
+    assert np.array_equal(key_order(keys, docs), np.lexsort((docs, keys)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_keyed)
+def test_sorted_distinct_pairs(rows):
+    keys = np.array([k for k, _ in rows], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    docs = np.array([d for _, d in rows], dtype=np.uint64)
+    k, d = sorted_distinct_pairs(keys, docs)
+    want = sorted(set(zip(keys.tolist(), docs.tolist())))
+    assert list(zip(k.tolist(), d.tolist())) == want
+    assert k.dtype == np.uint64 and d.dtype == np.uint64

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import key_order
+
 
 def _within(rep: np.ndarray) -> np.ndarray:
     """For runs of lengths ``rep`` laid end to end: each element's position in its run."""
@@ -83,7 +85,7 @@ class KeyGroups:
         self.cap = memory.current().scaled(OLD_CACHE_IDS)  # older holder ids held at most
         if docs.size and int(docs.max()) >= 1 << 32:
             raise ValueError("doc ids beyond 2^32 are not supported by the pair encoder")
-        order = np.lexsort((docs, keys))
+        order = key_order(keys, docs)
         self.k, self.d = keys[order], docs[order].astype(np.int64)
         #: per row its band, the keys of every band per document and document -> its row there
         self.band = self.band_keys = self.key_row = None
@@ -96,7 +98,8 @@ class KeyGroups:
                 self.key_base = int(ids.min())
                 self.key_row = np.full(int(ids.max()) - self.key_base + 1, -1, np.int64)
                 self.key_row[ids - self.key_base] = np.arange(ids.size)
-        self.uk, self.first = np.unique(self.k, return_index=True)
+        self.first = np.flatnonzero(np.r_[True, self.k[1:] != self.k[:-1]]) if self.k.size else np.zeros(0, np.int64)
+        self.uk = self.k[self.first]
         self.size = np.diff(np.r_[self.first, self.k.size])
         self.group = np.repeat(np.arange(self.uk.size), self.size)
         self.pos = np.arange(self.k.size) - self.first[self.group]  # earlier holders in the batch

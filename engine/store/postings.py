@@ -803,13 +803,9 @@ def _headroom(map_size: int) -> int:
 
 def _sorted_pairs(keys: np.ndarray, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``(key, id)`` rows sorted by key then id (LMDB inserts them fastest in order)."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    doc_ids = np.asarray(doc_ids, dtype=np.uint64)
-    order = np.lexsort((doc_ids, keys))
-    k, d = keys[order], doc_ids[order]
-    keep = np.ones(k.size, dtype=bool)
-    keep[1:] = (k[1:] != k[:-1]) | (d[1:] != d[:-1])
-    return k[keep], d[keep]
+    from ..arrays import sorted_distinct_pairs
+
+    return sorted_distinct_pairs(np.asarray(keys, dtype=np.uint64), np.asarray(doc_ids, dtype=np.uint64))
 
 
 def _append(old: np.ndarray, new: np.ndarray, table: str, key: int) -> np.ndarray:
