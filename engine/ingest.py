@@ -38,7 +38,7 @@ from .readers.content import ContentPool, page_texts
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
-from .store.rows import insert_by_row, insert_fingerprints, shift_sentences
+from .store.rows import WrittenRows, insert_by_row, insert_fingerprints, shift_sentences
 from .arrays import unique
 
 ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
@@ -427,7 +427,8 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         first_doc = next_doc
         if "a5" in w.settings.methods:
             con.execute(query("lexical", "create_batch_sentences"))
-        next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress, budget)
+        written = WrittenRows()  # the batch's rows, read by its searches and postings below
+        next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress, budget, written)
         n_added = next_doc - first_doc
         fingerprints = None  # the batch's fingerprint postings, derived from its rows before the commit
         if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
@@ -438,13 +439,13 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
             crashpoint("before-pairs")
             stage(batch_id, "pairs")
             # the concept neighbours need nothing the pairs find: searched for beside them
-            search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings) \
+            search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings, written) \
                 if "concept" in w.settings.clusters else None
             try:
                 # the pair generators' keys are also the batch's postings (``keys.fingerprint_postings``,
                 # from the same rows): derived once, written to LMDB after the commit
                 t = time.perf_counter()
-                keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings)
+                keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings, written)
                 res.tick("candidate keys", t)
                 res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
                                                    res.timings, keys=keys, beside=True)
@@ -470,8 +471,8 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
         # the postings, derived from the batch's rows exactly as crash recovery derives them from
         # the committed ones, are written to LMDB beside DuckDB's commit and committed after it
         t = time.perf_counter()
-        postings = w.batch_postings(batch_id, fingerprints) if n_added else {}
-        del fingerprints
+        postings = w.batch_postings(batch_id, fingerprints, written) if n_added else {}
+        del fingerprints, written
         t = res.tick("postings", t)
         writing = w.write_postings(batch_id, postings)
         del postings
@@ -503,8 +504,8 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
     return res
 
 
-def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int,
-                  res: IngestResult, strict: bool, progress: ProgressFn | None, budget: int) -> int:
+def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int, res: IngestResult, strict: bool,
+                  progress: ProgressFn | None, budget: int, written: WrittenRows) -> int:
     con = w.con
     versions = _Versions(w)
     first = True
@@ -526,7 +527,7 @@ def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int,
             room = 20 - len(res.rejects)
             res.rejects.extend(rejects[:max(room, 0)])
         if prepared is not None and prepared.table.num_rows:
-            next_doc = _add_documents(w, versions, prepared, batch_id, next_doc, res)
+            next_doc = _add_documents(w, versions, prepared, batch_id, next_doc, res, written)
         t = res.tick("store", t)
         if progress:
             progress(chunk.batch.num_rows + chunk.n_skipped + len(chunk.rejects), chunk.n_bytes_read)
@@ -539,14 +540,15 @@ def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int,
     return next_doc
 
 
-def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult) -> int:
+def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
+                   written: WrittenRows) -> int:
     t = prepared.table
     urls = t.column("url").to_pylist()
     hashes = t.column("content_hash").to_numpy()
     versions.load(urls, hash64(urls))
     known_lists = [versions.by_url[u] for u in urls]
     if not any(known_lists) and len(set(urls)) == len(urls):  # every url new: each text its version 1
-        return _add_new_urls(w, prepared, batch_id, next_doc, res, known_lists, hashes)
+        return _add_new_urls(w, prepared, batch_id, next_doc, res, known_lists, hashes, written)
     keep = np.zeros(len(urls), dtype=bool)
     doc_ids = np.zeros(len(urls), dtype=np.int64)
     vers = np.zeros(len(urls), dtype=np.int32)
@@ -573,12 +575,12 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
         kept = t if n == len(urls) else t.filter(pa.array(keep))
         kept_ids = doc_ids[keep]
         latest = np.array([versions.by_url[u][-1][0] == d for u, d in zip(kept.column("url").to_pylist(), kept_ids.tolist())])
-        _insert_documents(con, kept, prepared, keep, doc_ids, vers[keep], latest, batch_id, res)
+        _insert_documents(con, kept, prepared, keep, doc_ids, vers[keep], latest, batch_id, res, written)
     return next_doc
 
 
 def _add_new_urls(w: Writer, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
-                  known_lists: list[list], hashes: np.ndarray) -> int:
+                  known_lists: list[list], hashes: np.ndarray, written: WrittenRows) -> int:
     """``_add_documents`` where no url of the chunk has a version yet and none comes twice: every
     record is added as its url's version 1 (the same rows the general path gives, without its
     per-record decisions); ``known_lists``: each record's url's list of versions (empty), which
@@ -589,14 +591,14 @@ def _add_new_urls(w: Writer, prepared: _Prepared, batch_id: int, next_doc: int, 
     for known, d, ch in zip(known_lists, doc_ids.tolist(), hashes.tolist()):
         known.append([d, ch, 1, True])
     _insert_documents(w.con, t, prepared, np.ones(n, dtype=bool), doc_ids, np.ones(n, np.int32), np.ones(n, dtype=bool),
-                      batch_id, res)
+                      batch_id, res, written)
     return next_doc + n
 
 
 def _insert_documents(con, kept: pa.Table, prepared: _Prepared, keep: np.ndarray, doc_ids: np.ndarray, vers: np.ndarray,
-                      latest: np.ndarray, batch_id: int, res: IngestResult) -> None:
+                      latest: np.ndarray, batch_id: int, res: IngestResult, written: WrittenRows) -> None:
     """Insert the records ``kept`` (the chunk's rows where ``keep``) under ``doc_ids[keep]``, with
-    their versions and latest flags, and their fingerprints (and terms)."""
+    their versions and latest flags, and their fingerprints (and terms); ``written`` holds them."""
     n = kept.num_rows
     new_docs = kept.append_column("doc_id", pa.array(doc_ids[keep], pa.int64()))
     new_docs = new_docs.append_column("batch_id", pa.array(np.full(n, batch_id, np.int32)))
@@ -608,6 +610,7 @@ def _insert_documents(con, kept: pa.Table, prepared: _Prepared, keep: np.ndarray
         insert_fingerprints(con, new_docs, registered="new_docs")
     finally:
         con.unregister("new_docs")
+    written.add(new_docs)
     if prepared.terms is not None:
         rows = prepared.table.column("_row").to_numpy()
         row_to_doc = np.full(int(rows.max()) + 1, -1, dtype=np.int64)

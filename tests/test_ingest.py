@@ -133,6 +133,31 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path, index_dir):
     assert ingest(Index(index_dir), str(src)).n_unchanged == 1
 
 
+def test_written_rows_read_like_the_catalogs_by_doc_id():
+    """``WrittenRows`` answers ``(ids ascending, values)`` of a catalog column from the chunks'
+    tables, whatever order they were added in; a column it does not hold is None (read from the
+    catalog then); the texts are not held."""
+    import pyarrow as pa
+
+    from neardup.store.rows import WrittenRows
+
+    def chunk(ids):
+        return pa.table({"doc_id": pa.array(ids, pa.int64()), "url": [f"u{i}" for i in ids], "text": ["t"] * len(ids),
+                         "content_hash": pa.array([i * 10 for i in ids], pa.uint64()),
+                         "minhash.signature": pa.array([[i, i + 1] for i in ids], pa.large_list(pa.uint64())),
+                         "_row": pa.array(range(len(ids)), pa.int64())})
+
+    w = WrittenRows()
+    assert w.column("fp_minhash", "signature") is None
+    w.add(chunk([5, 6]))
+    w.add(chunk([2, 3, 4]))
+    ids, sig = w.column("fp_minhash", "signature")
+    assert ids.tolist() == [2, 3, 4, 5, 6] and sig.to_pylist() == [[i, i + 1] for i in range(2, 7)]
+    ids, url = w.column("documents", "url")
+    assert url.to_pylist() == [f"u{i}" for i in range(2, 7)]
+    assert w.column("fp_bottomk", "sketch") is None and w.column("documents", "text") is None
+
+
 def test_missing_index_for_readers(index_dir):
     with pytest.raises(IndexNotFound):
         with Index(index_dir).reader():

@@ -122,15 +122,16 @@ def prefix_lengths(sizes: np.ndarray, threshold: float, shared: int = 1) -> np.n
 
 
 
-def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def candidate_postings(con, lo: int, hi: int, settings: Settings, written=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{table: (keys, doc_ids)}`` of the pair generators for documents ``lo..hi``,
-    from their catalog rows (so crash recovery derives them the same way)."""
+    from their catalog rows (so crash recovery derives them the same way); ``written``: those rows
+    as the batch inserted them (``store.rows.WrittenRows``), read instead of the catalog's."""
     from ..fingerprints import posting_keys
 
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     on = set(settings.pairs)
     if on & {"jaccard", "minhash"}:
-        ids, col = _lists(con, "fp_minhash", "signature", lo, hi)
+        ids, col = _lists(con, "fp_minhash", "signature", lo, hi, written)
         if ids.size:
             bands, rows = lsh_params(settings.threshold, settings.minhash_perms)
             flat, _ = _flat(col)
@@ -143,19 +144,18 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
                 width = settings.minhash_perms
                 out[VALUES + SIGNATURE_VALUES] = (ids.astype(np.uint64), [raw[i : i + width] for i in range(0, len(raw), width)])
     if on & {"jaccard", "a11"}:  # the full sets, read back by later batches' verification
-        t = con.sql("SELECT doc_id, hashes FROM fp_shingles WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
-        out[VALUES + "shingles"] = (t.column("doc_id").to_numpy().astype(np.uint64), t.column("hashes").to_pylist())
+        ids, col = _lists(con, "fp_shingles", "hashes", lo, hi, written)
+        out[VALUES + "shingles"] = (ids.astype(np.uint64), col.to_pylist())
     for m in ("simhash", "simhash_hp"):
         if m in on and simhash_plan(settings.simhash_bits) is not None:
-            t = con.sql(f"SELECT doc_id, simhash FROM fp_{m} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
-            ids = t.column("doc_id").to_numpy()
-            h = t.column("simhash").to_numpy().astype(np.uint64)
+            ids, col = _lists(con, f"fp_{m}", "simhash", lo, hi, written)
+            h = col.to_numpy().astype(np.uint64)
             keys = simhash_keys(h, settings.simhash_bits)
             out[f"{m}_tables"] = (keys.ravel(), np.repeat(ids, keys.shape[1]).astype(np.uint64))
             raw = h.astype(">u8").tobytes()
             out[VALUES + m] = (ids.astype(np.uint64), [raw[i : i + 8] for i in range(0, len(raw), 8)])
     if on & {"bottomk", "a11"}:
-        ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi)
+        ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi, written)
         flat, lens = _flat(col)
         if "bottomk" in on:
             pre = prefix_lengths(lens, settings.threshold, shared=2)
@@ -166,10 +166,10 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, t
             out["a11"] = (flat, np.repeat(ids, lens).astype(np.uint64))
     for m, (column, kind) in POSTINGS.items():
         if m in on:
-            t = con.sql(f"SELECT doc_id, {column} FROM fp_{m} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
-            out[m] = posting_keys(kind, t.column(column).combine_chunks(), t.column("doc_id").to_numpy())
+            ids, col = _lists(con, f"fp_{m}", column, lo, hi, written)
+            out[m] = posting_keys(kind, col, ids)
     if "a12" in on:
-        ids, col = _lists(con, "fp_a12", "ss", lo, hi)
+        ids, col = _lists(con, "fp_a12", "ss", lo, hi, written)
         flat, lens = _flat(col)
         out["a12_ss"] = (flat, np.repeat(ids, lens).astype(np.uint64))
     return out

@@ -16,7 +16,14 @@ from ..arrays import unique
 SIGNATURE_VALUES = "minhash8"
 
 
-def _lists(con, table: str, column: str, lo: int, hi: int) -> tuple[np.ndarray, pa.Array]:
+def _lists(con, table: str, column: str, lo: int, hi: int, rows=None) -> tuple[np.ndarray, pa.Array]:
+    """``(doc ids ascending, values)`` of ``table.column`` for documents ``lo..hi``: from ``rows``
+    (a ``store.rows.WrittenRows`` holding exactly those documents' rows) when it holds the column,
+    else from the catalog."""
+    if rows is not None:
+        held = rows.column(table, column)
+        if held is not None:
+            return held
     t = con.sql(f"SELECT doc_id, {column} FROM {table} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()
     return t.column("doc_id").to_numpy(), t.column(column).combine_chunks()
 

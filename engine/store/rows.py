@@ -54,3 +54,46 @@ def insert_fingerprints(con, docs: pa.Table, registered: str | None = None) -> N
             con.execute(f"INSERT INTO fp_{method} BY NAME SELECT * FROM new_fp")
         finally:
             con.unregister("new_fp")
+
+
+class WrittenRows:
+    """The rows a batch has appended to ``documents`` and to the fingerprint tables, held as the
+    Arrow columns it inserted (``doc_id``, ``url``, ``content_hash`` and the ``method.column``
+    fingerprint columns; the texts are not held). The batch's searches and postings read its own
+    rows here instead of reading them back from the catalog inside its transaction: the same
+    values, without a scan, a sort and a copy of each column. Where rows are not held (crash
+    recovery, rebuild, ``check``), the same functions read them from the catalog."""
+
+    KEPT = ("doc_id", "url", "content_hash")
+
+    def __init__(self) -> None:
+        self._parts: list[pa.Table] = []
+        self._whole: pa.Table | None = None
+
+    def add(self, docs: pa.Table) -> None:
+        """Hold the columns of ``docs`` (rows just inserted, as ``insert_fingerprints`` names them)."""
+        self._parts.append(docs.select([c for c in docs.column_names if c in self.KEPT or ("." in c and not c.startswith("_"))]))
+        self._whole = None
+
+    def table(self) -> pa.Table:
+        """Every row held, by ``doc_id`` ascending (each column one chunk)."""
+        if self._whole is None:
+            t = pa.concat_tables(self._parts, promote_options="permissive").combine_chunks()
+            ids = t.column("doc_id").to_numpy()
+            if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+                t = t.take(np.argsort(ids, kind="stable"))
+            self._parts = [t]
+            self._whole = t
+        return self._whole
+
+    def column(self, table: str, column: str) -> tuple[np.ndarray, pa.Array] | None:
+        """``(doc ids ascending, values)`` of catalog ``table``'s ``column`` (``documents`` or a
+        ``fp_<method>`` table) for the rows held; None when that column is not held."""
+        name = column if table == "documents" else f"{table.removeprefix('fp_')}.{column}"
+        if not self._parts:
+            return None
+        t = self.table()
+        if name not in t.column_names:
+            return None
+        col = t.column(name)
+        return t.column("doc_id").to_numpy(), (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
