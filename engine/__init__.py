@@ -24,9 +24,22 @@ from .errors import (  # noqa: E402
     SettingsMismatch,
     StorageError,
 )
-from .readers import ReadOptions  # noqa: E402
 from .settings import Settings  # noqa: E402
-from .lookup import Index  # noqa: E402  (the store's Index, which also answers queries)
+
+
+def __getattr__(name: str):
+    """``ReadOptions`` and ``Index`` (the store's, which also answers queries), imported on first
+    use: ``import neardup`` itself loads neither Arrow nor DuckDB (the CLI sets up the process
+    before they load: ``neardup.memory.one_malloc_arena``)."""
+    if name == "ReadOptions":
+        from .readers import ReadOptions
+
+        return ReadOptions
+    if name == "Index":
+        from .lookup import Index
+
+        return Index
+    raise AttributeError(f"module 'neardup' has no attribute {name!r}")
 
 __all__ = [
     "__version__",
