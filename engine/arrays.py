@@ -26,18 +26,25 @@ def unique(x) -> np.ndarray:
     return s[keep]
 
 
+def _runs(s: np.ndarray) -> np.ndarray:
+    """Where the runs of equal values of ascending ``s`` start, and ``s.size`` (``sort_segments``' offsets)."""
+    edge = np.ones(s.size + 1, dtype=bool)
+    np.not_equal(s[1:], s[:-1], out=edge[1 : s.size])
+    return np.flatnonzero(edge)
+
+
 def key_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """``np.lexsort((docs, keys))``: the order by key, then doc, then position. Where ``docs`` never
     decrease along the input (keys made document after document), by numpy's unstable sort of
-    the keys and each run of equal keys put back in input order (one compiled pass; 1.8 million
-    keys: 0.05 s against lexsort's 0.14 s)."""
+    the keys and each run of equal keys put back in input order (``kernels.sort_segments``; 1.8
+    million keys: 0.05 s against lexsort's 0.14 s)."""
     keys, docs = np.asarray(keys), np.asarray(docs)
     if keys.size < 2 or not (docs[1:] >= docs[:-1]).all():
         return np.lexsort((docs, keys))
     from . import kernels
 
     order = np.argsort(keys)
-    kernels.sort_tied(order, keys[order])
+    kernels.sort_segments(order, _runs(keys[order]))
     return order
 
 
@@ -47,7 +54,7 @@ def sorted_distinct_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarra
 
     order = np.argsort(keys)
     k, d = keys[order], docs[order]
-    kernels.sort_tied(d, k)
+    kernels.sort_segments(d, _runs(k))
     keep = np.ones(k.size, dtype=bool)
     keep[1:] = (k[1:] != k[:-1]) | (d[1:] != d[:-1])
     return k[keep], d[keep]

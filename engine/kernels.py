@@ -630,21 +630,8 @@ def pair_agreements(words, ra, rb, need):
 def sort_segments(data, offs):
     """Sort each run ``data[offs[i]:offs[i+1]]`` in place."""
     for i in range(offs.size - 1):
-        data[offs[i] : offs[i + 1]].sort()
-
-
-@njit(cache=True, nogil=True)
-def sort_tied(values, keys):
-    """Sort ``values`` in place within each run of equal ``keys`` (``keys`` ascending, aligned)."""
-    n = keys.size
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        if j - i > 1:
-            values[i:j].sort()
-        i = j
+        if offs[i + 1] - offs[i] > 1:  # a shorter run is sorted (and the call's cost is most of a short sort)
+            data[offs[i] : offs[i + 1]].sort()
 
 
 @njit(cache=True, nogil=True)
