@@ -82,12 +82,12 @@ def _as_arrays(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nd
     return ids, (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), offs
 
 
-def _new_sketches(con, lo: int, hi: int, rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _new_sketches(con, lo: int, hi: int, written=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids, values, lengths)`` of the bottom-k sketches of documents ``lo..hi`` (from the catalog,
-    or from ``rows``, the batch's own as it inserted them: ``store.rows.WrittenRows``)."""
+    or from ``written``, the batch's own as it inserted them: ``store.rows.WrittenRows``)."""
     from .pairs.values import _flat, _lists
 
-    ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi, rows)
+    ids, col = _lists(con, "fp_bottomk", "sketch", lo, hi, written)
     flat, lens = _flat(col)
     return ids, flat, lens
 
@@ -176,15 +176,15 @@ class NeighbourSearch:
     the batch's pairs are found (the two read the same postings and nothing the other writes),
     and the mining of the concepts those neighbours hold (which needs nothing else).
 
-    The new documents' sketches are read here, in the batch's transaction (or from ``rows``); the
+    The new documents' sketches are read here, in the batch's transaction (or from ``written``); the
     thread reads older documents' sketches through a connection of its own (they are committed)
     and the postings; it runs in a copy of the caller's context, so under the same memory plan.
     ``result()`` waits for its ``SearchResult`` (the postings from the sketches read here);
     ``abandon()`` waits and drops it (a batch that fails must not close the catalog under a running
     search)."""
 
-    def __init__(self, con, postings, lo: int, hi: int, settings: Settings, rows=None):
-        ids, flat, lens = _new_sketches(con, lo, hi, rows)
+    def __init__(self, con, postings, lo: int, hi: int, settings: Settings, written=None):
+        ids, flat, lens = _new_sketches(con, lo, hi, written)
         cur = catalog.cursor(con)
 
         def run() -> SearchResult:

@@ -64,15 +64,15 @@ def derive_postings(doc_ids: np.ndarray, urls: list[str], content_hashes: np.nda
 BATCH_TABLES = ("concept_frequent",)
 
 
-def batch_postings(con, batch_id: int, settings, fingerprints: dict | None = None, rows=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def batch_postings(con, batch_id: int, settings, fingerprints: dict | None = None, written=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every posting of one batch, read back from its catalog rows; ``fingerprints``: its
     ``fingerprint_postings``, when the batch computed them from the same rows before its commit
-    (they are then not read again); ``rows``: the batch's rows as it inserted them
+    (they are then not read again); ``written``: the batch's rows as it inserted them
     (``store.rows.WrittenRows``, every document of the batch), read instead of the catalog's."""
     from .sqlfiles import query
 
-    if rows is not None and rows.column("documents", "url") is not None:
-        t = rows.table()
+    if written is not None and written.column("documents", "url") is not None:
+        t = written.table()
     else:
         t = con.sql(query("catalog", "batch_posting_rows"), params=[batch_id]).to_arrow_table()
     out = derive_postings(t.column("doc_id").to_numpy(), t.column("url").to_pylist(), t.column("content_hash").to_numpy())

@@ -16,12 +16,12 @@ from ..arrays import unique
 SIGNATURE_VALUES = "minhash8"
 
 
-def _lists(con, table: str, column: str, lo: int, hi: int, rows=None) -> tuple[np.ndarray, pa.Array]:
-    """``(doc ids ascending, values)`` of ``table.column`` for documents ``lo..hi``: from ``rows``
+def _lists(con, table: str, column: str, lo: int, hi: int, written=None) -> tuple[np.ndarray, pa.Array]:
+    """``(doc ids ascending, values)`` of ``table.column`` for documents ``lo..hi``: from ``written``
     (a ``store.rows.WrittenRows`` holding exactly those documents' rows) when it holds the column,
     else from the catalog."""
-    if rows is not None:
-        held = rows.column(table, column)
+    if written is not None:
+        held = written.column(table, column)
         if held is not None:
             return held
     t = con.sql(f"SELECT doc_id, {column} FROM {table} WHERE doc_id BETWEEN ? AND ? ORDER BY doc_id", params=[lo, hi]).to_arrow_table()

@@ -492,9 +492,9 @@ class Writer:
         (self.index.path / PENDING_FILE).unlink(missing_ok=True)
         return self.repaired
 
-    def batch_postings(self, batch_id: int, fingerprints: dict | None = None, rows=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def batch_postings(self, batch_id: int, fingerprints: dict | None = None, written=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         assert self.con is not None and self.settings is not None
-        return batch_postings(self.con, batch_id, self.settings, fingerprints, rows)
+        return batch_postings(self.con, batch_id, self.settings, fingerprints, written)
 
     def rebuild_postings(self) -> None:
         """Throw the postings away and re-derive them from every committed batch."""
