@@ -69,21 +69,24 @@ class WrittenRows:
     def __init__(self) -> None:
         self._parts: list[pa.Table] = []
         self._whole: pa.Table | None = None
+        self._ids: np.ndarray | None = None
 
     def add(self, docs: pa.Table) -> None:
         """Hold the columns of ``docs`` (rows just inserted, as ``insert_fingerprints`` names them)."""
         self._parts.append(docs.select([c for c in docs.column_names if c in self.KEPT or ("." in c and not c.startswith("_"))]))
-        self._whole = None
+        self._whole = self._ids = None
 
     def table(self) -> pa.Table:
-        """Every row held, by ``doc_id`` ascending (each column one chunk)."""
+        """Every row held, by ``doc_id`` ascending (a chunk per added table; ``column`` joins one column's)."""
         if self._whole is None:
-            t = pa.concat_tables(self._parts, promote_options="permissive").combine_chunks()
+            t = pa.concat_tables(self._parts, promote_options="permissive")
             ids = t.column("doc_id").to_numpy()
             if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
                 t = t.take(np.argsort(ids, kind="stable"))
             self._parts = [t]
             self._whole = t
+            self._ids = t.column("doc_id").to_numpy()
+            self._ids.flags.writeable = False  # handed to every reader: none may change it
         return self._whole
 
     def column(self, table: str, column: str) -> tuple[np.ndarray, pa.Array] | None:
@@ -96,4 +99,4 @@ class WrittenRows:
         if name not in t.column_names:
             return None
         col = t.column(name)
-        return t.column("doc_id").to_numpy(), (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
+        return self._ids, (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
