@@ -21,9 +21,10 @@ are the ones made here. Each kept source plays one role:
 
   An original and its variants form one gold cluster, and every two of them
   are a gold pair.
-* **framed content**: the start of the source (``framed_content`` words) is
-  put inside a long frame (header and footer, ``frame_words`` words of
-  another source), and ``frame_group`` such pages share a frame. These are the
+* **framed content**: the start of the source (``framed_content`` words,
+  lengthened a word at a time where another page of its group already has
+  that start) is put inside a long frame (header and footer, ``frame_words``
+  words of another source), and ``frame_group`` such pages share a frame. These are the
   false duplicates of 001 (pages about different people that share a
   template): similar by shingles, not duplicates, so they are in no gold
   pair; ``framed_pairs.csv`` lists their pairs with their Jaccard.
@@ -383,11 +384,18 @@ def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str
     for g, f in enumerate(long_frames):
         words = [w for ws in docs[f] for w in ws]
         head, foot = frame_lines(words, o.frame_words // 2, o.frame_words - o.frame_words // 2)
+        bodies: set[tuple[tuple[str, ...], ...]] = set()  # the group's own texts so far: never one twice
         for k, s in enumerate(framed[g * o.frame_group : (g + 1) * o.frame_group]):
             rng = _Rng(o.seed, "framed", g, k)
             n_words = sum(map(len, docs[s]))
             c = rng.between(min(lo, n_words), min(hi, n_words))
             body = _truncate(docs[s], c)
+            # two sources may start alike (license files, changelogs): a start another page of the
+            # group already has is lengthened a word at a time (the sources differ as wholes)
+            while tuple(map(tuple, body)) in bodies and c < n_words:
+                c += 1
+                body = _truncate(docs[s], c)
+            bodies.add(tuple(map(tuple, body)))
             out.append(_Doc([head, *body, foot], "framed", urls[s], frame=g, frame_lines=(1, 1),
                             edits=[{"op": "framed", "frame": g, "header": len(head), "footer": len(foot), "content": c}]))
     site_frames = []
