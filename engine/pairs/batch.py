@@ -19,7 +19,7 @@ from .keys import candidate_postings, lsh_params, pair_methods, simhash_plan
 from .simhash import ScanBeside, scan_pairs, use_scan
 from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, VALUE_CACHE_BYTES, ValueCache, _fetch, _fixed_values, _signature_rows
-from .verify import (_shared_lists, _simhash_distance, bottomk_similarity, min_agreements,
+from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
 from ..arrays import unique
 
@@ -123,8 +123,8 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
 
 
 def _candidate_tables(m: str) -> tuple[str, str]:
-    """Method ``m``'s candidates: ``("agree", table)`` (the pairs of ``table``'s keys that pass the
-    agreement filter) or ``("cand", table)`` (every pair sharing a key of ``table``)."""
+    """What ``_verify`` asks for method ``m``'s candidates: ``("agree", table)`` (the agreement
+    filter's pairs) or ``("cand", table)`` (every key-matched pair)."""
     if m == "jaccard":
         return "agree", "lsh"
     return "cand", {"minhash": "lsh", "bottomk": "bottomk_prefix", "simhash": "simhash_tables",
@@ -199,7 +199,8 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
             job = search(first, last)
         try:
             for m in keyed:
-                found[m].append(_verify(con, m, *ready[":".join(_candidate_tables(m))], postings, lo, settings, values))
+                found[m].append(_verify(con, m, lambda t: ready["cand:" + t], postings, lo, settings, values,
+                                        lambda t: ready["agree:" + t]))
         except BaseException:
             if job is not None:
                 job.join()  # it reads the catalog and the postings the caller closes
@@ -252,31 +253,44 @@ def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings,
     return read(ids), np.arange(ids.size)
 
 
-def _verify(con, m: str, a: np.ndarray, b: np.ndarray, postings, lo: int, settings: Settings,
-            cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of method ``m`` among its candidates ``(a, b)`` of one slice (``_candidate_tables``:
-    for ``jaccard``, those that pass the agreement filter), with their similarity."""
+def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
+            cache: ValueCache | None = None, agreeing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity
+    (``agreeing(table)``: the candidates of ``jaccard`` that pass the agreement filter)."""
     t = settings.threshold
     if m == "jaccard":
+        if agreeing is not None:
+            a, b = agreeing("lsh")
+        else:
+            a, b = cand("lsh")
+            # pairs whose signatures agree too rarely for the threshold are not verified
+            ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
+            a, b = a[ok], b[ok]
         sim = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a, b)
         keep = sim >= t - 1e-12
     elif m == "minhash":
+        a, b = cand("lsh")
         sim = minhash_similarity(con, a, b, settings.minhash_perms) if a.size else np.zeros(0)
         keep = sim >= t - 1e-12
     elif m == "bottomk":
+        a, b = cand("bottomk_prefix")
         sim = bottomk_similarity(con, a, b, settings) if a.size else np.zeros(0)
         keep = sim >= t - 1e-12
     elif m in ("simhash", "simhash_hp"):
+        a, b = cand(f"{m}_tables")
         dist = _simhash_distance(con, m, a, b, postings, lo, cache) if a.size else np.zeros(0, np.int64)
         sim = 1.0 - dist / 64.0
         keep = dist <= settings.simhash_bits
     elif m in ("a6", "a6_36"):
+        a, b = cand(m)
         sim = _shared_lists(con, f"fp_{m}", "supershingles", a, b) / 6.0 if a.size else np.zeros(0)
         keep = np.ones(a.size, dtype=bool)
     elif m == "a7":
+        a, b = cand("a7")
         sim = _shared_lists(con, "fp_a7", "keys", a, b) / 11.0 if a.size else np.zeros(0)
         keep = np.ones(a.size, dtype=bool)
     elif m in POSTINGS:
+        a, b = cand(m)
         sim = np.ones(a.size)
         keep = np.ones(a.size, dtype=bool)
     else:  # pragma: no cover - PAIR_METHODS and this dispatch are kept in step
