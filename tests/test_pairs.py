@@ -336,44 +336,6 @@ def test_pairs_do_not_depend_on_the_slices_a_batch_is_verified_in(tmp_path, monk
     assert build("sliced") == whole
 
 
-def test_a_failing_verification_waits_for_the_next_slices_candidates(tmp_path, monkeypatch):
-    """A slice's candidates are found in a thread while the slice before is verified: when the
-    verification fails, the batch fails with its error after that thread has ended, and the
-    index keeps what it had."""
-    import threading
-    import time
-
-    recs = corpus(n_base=8, variants=3, seed=7)
-    idx = Index(tmp_path / "idx")
-    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", recs[:15])))
-    before = content(snapshot(idx.path))
-    monkeypatch.setattr(pairs.batch, "CANDIDATE_BUDGET", 1)
-    monkeypatch.setattr(pairs.batch, "FIRST_SLICE", 1)
-    verify, calls = pairs.batch._verify, []
-
-    def failing(*args, **kwargs):
-        calls.append(threading.enumerate())
-        if len(calls) == 2:
-            raise RuntimeError("verification failed")
-        return verify(*args, **kwargs)
-
-    agreeing, searches = pairs.KeyGroups.agreeing_pairs, []
-
-    def slow(*args, **kwargs):  # the third slice's search still runs when the second slice fails
-        searches.append(1)
-        if len(searches) == 3:
-            time.sleep(0.5)
-        return agreeing(*args, **kwargs)
-
-    monkeypatch.setattr(pairs.batch, "_verify", failing)
-    monkeypatch.setattr(pairs.KeyGroups, "agreeing_pairs", slow)
-    with pytest.raises(RuntimeError, match="verification failed"):
-        ingest(idx, str(write_jsonl(tmp_path / "b.jsonl", recs[15:])))
-    assert any(t.name == "neardup-candidates" for t in calls[1])  # the next slice's search was running
-    assert not any(t.name == "neardup-candidates" for t in threading.enumerate())  # and was waited for
-    assert content(snapshot(idx.path)) == before
-
-
 def test_key_groups_emit_each_pair_once_with_its_newer_member_in_the_range():
     keys = np.array([5, 5, 5, 9, 9, 7], np.uint64)
     docs = np.array([12, 10, 11, 12, 10, 11], np.uint64)

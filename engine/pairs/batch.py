@@ -10,7 +10,6 @@ import pyarrow as pa
 
 from .. import memory
 from ..fingerprints import POSTINGS
-from ..pipeline import Beside
 from ..settings import Settings
 from ..sqlfiles import query
 from .chains import _a12_pairs, _chain_pairs
@@ -18,7 +17,7 @@ from .groups import KeyGroups
 from .keys import candidate_postings, lsh_params, pair_methods, simhash_plan
 from .simhash import ScanBeside, scan_pairs, use_scan
 from ..store.postings import VALUES
-from .values import SIGNATURE_VALUES, VALUE_CACHE_BYTES, ValueCache, _fetch, _fixed_values, _signature_rows
+from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
 from ..arrays import unique
@@ -89,7 +88,7 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
                 found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
             whole.append(m)
     try:
-        _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed, timings)
+        _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed)
     finally:
         for scan in scans.values():
             scan.abandon()  # a failing batch must not close the catalog under a running scan
@@ -122,92 +121,60 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     return counts
 
 
-def _candidate_tables(m: str) -> tuple[str, str]:
-    """What ``_verify`` asks for method ``m``'s candidates: ``("agree", table)`` (the agreement
-    filter's pairs) or ``("cand", table)`` (every key-matched pair)."""
-    if m == "jaccard":
-        return "agree", "lsh"
-    return "cand", {"minhash": "lsh", "bottomk": "bottomk_prefix", "simhash": "simhash_tables",
-                    "simhash_hp": "simhash_hp_tables"}.get(m, m)
-
-
 def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: list[str], whole: list[str],
-                 keys: dict, budget: int, found: dict, timed, timings: dict | None = None) -> None:
-    """The key-matched methods' pairs (those not in ``whole``), slice by slice, into ``found``.
-
-    A slice's candidates are found in a thread of their own while the slice before is verified
-    (the two share no state: the candidates' older signature rows and the verification's values
-    have caches of their own, and their catalog reads are ``values._fetch``'s, which takes turns),
-    so the pair search uses a second core where the verification of a frame-heavy batch's many
-    candidates would otherwise run alone. The slices, and so the pairs, are the same as one after
-    the other: a slice's size follows the rows of the slice before, known once its candidates are."""
+                 keys: dict, budget: int, found: dict, timed) -> None:
+    """The key-matched methods' pairs (those not in ``whole``), slice by slice, into ``found``."""
     keyed = [m for m in methods if m not in whole]
-    if not keyed or lo > hi:
-        return
     groups: dict[str, KeyGroups] = {}
-    limit = memory.current().scaled(VALUE_CACHE_BYTES)
-    values = ValueCache(limit - limit // 4)  # the verification's: shingle sets, simhashes
-    signatures = ValueCache(limit // 4)  # the agreement filter's: older documents' one-byte rows
+    values = ValueCache()
     # the batch's shingle sets, read from the catalog once for its postings: verification finds them here
     own = keys.get(VALUES + "shingles")
     if own is not None:
         values.add("shingles", dict(zip(own[0].tolist(), own[1])))
     batch_low: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    first, step = lo, FIRST_SLICE
+    while keyed and first <= hi:
+        last = min(hi, first + step - 1)
+        cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        rows = [0]
 
-    def candidates(first: int, last: int) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], int]:
-        """Every keyed method's candidates among documents ``first..last`` and the rows they held."""
-        ready: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        rows = 0
-        for m in keyed:
-            kind, table = _candidate_tables(m)
-            if kind + ":" + table in ready:
-                continue
+        def cand(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in cache:
+                cache[table] = timed(_cand, table)
+            return cache[table]
+
+        def _cand(table: str) -> tuple[np.ndarray, np.ndarray]:
             if table not in groups:
                 groups[table] = _key_groups(keys, table, settings)
-            if kind == "agree":
-                if "low" not in batch_low:
-                    batch_low["low"] = _batch_low_rows(keys, settings.minhash_perms)
-                new_ids, low_new = batch_low["low"]
-                a, b, _, held = groups[table].agreeing_pairs(
-                    lo, postings, table, first, last, new_ids, low_new,
-                    lambda ids: _old_low_rows(con, postings, lo, ids, settings, signatures),
-                    min_agreements(settings.threshold, settings.minhash_perms))
-                rows += held  # what the slice held (its candidates are never listed)
-            else:
-                a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
-                rows += n
-                if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
-                    small = _small_sketches(con, unique(np.concatenate([a, b])), settings.threshold)
-                    ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
-                    a, b = a[ok], b[ok]
-            ready[kind + ":" + table] = (a, b)
-        return ready, rows
+            a, b, shared, n = groups[table].pairs(lo, postings, table, first, last)
+            rows[0] += n
+            if table == "bottomk_prefix":  # two shared prefix values, or a sketch too small for two
+                small = _small_sketches(con, unique(np.concatenate([a, b])), settings.threshold)
+                ok = (shared >= 2) | np.isin(a, small) | np.isin(b, small)
+                a, b = a[ok], b[ok]
+            return a, b
 
-    def search(first: int, last: int) -> Beside:
-        return Beside(lambda: candidates(first, last), "neardup-candidates")
+        def agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if "agree:" + table not in cache:
+                cache["agree:" + table] = timed(_agreeing, table)
+            return cache["agree:" + table]
 
-    own_seconds = 0.0
-    first, last = lo, min(hi, lo + FIRST_SLICE - 1)
-    job = search(first, last)
-    while job is not None:
-        ready, rows = timed(job.result)
-        own_seconds += job.seconds
-        job = None
-        if last < hi:  # the next slice's candidates, found while this one is verified
-            step = max(1, int(budget * (last - first + 1) / max(rows, 1)))
-            first, last = last + 1, min(hi, last + step)
-            job = search(first, last)
-        try:
-            for m in keyed:
-                found[m].append(_verify(con, m, lambda t: ready["cand:" + t], postings, lo, settings, values,
-                                        lambda t: ready["agree:" + t]))
-        except BaseException:
-            if job is not None:
-                job.join()  # it reads the catalog and the postings the caller closes
-            raise
-        del ready
-    if timings is not None:
-        timings["candidates: keyed"] = timings.get("candidates: keyed", 0.0) + own_seconds
+        def _agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+            if table not in groups:
+                groups[table] = _key_groups(keys, table, settings)
+            if "low" not in batch_low:
+                batch_low["low"] = _batch_low_rows(keys, settings.minhash_perms)
+            new_ids, low_new = batch_low["low"]
+            a, b, _, held = groups[table].agreeing_pairs(lo, postings, table, first, last, new_ids, low_new,
+                                                         lambda ids: _old_low_rows(con, postings, lo, ids, settings, values),
+                                                         min_agreements(settings.threshold, settings.minhash_perms))
+            rows[0] += held  # what the slice held (its candidates are never listed)
+            return a, b
+
+        for m in keyed:
+            found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
+        step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
+        first = last + 1
 
 
 def _key_groups(keys: dict, table: str, settings: Settings) -> KeyGroups:

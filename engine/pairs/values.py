@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -36,19 +35,12 @@ def _flat(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return col.flatten().to_numpy(zero_copy_only=False).astype(np.uint64), lens
 
 
-#: ``_fetch`` calls take turns: a batch's candidates and its verification (``pairs.batch``) read
-#: through the same connection from two threads, which DuckDB does not allow at once
-_FETCHING = threading.Lock()
-
-
 def _fetch(con, table: str, columns: str, ids: np.ndarray) -> pa.Table:
-    want = pa.table({"doc_id": pa.array(distinct(ids, np.int64), pa.int64())})
-    with _FETCHING:
-        con.register("want_ids", want)
-        try:
-            return con.sql(f"SELECT f.doc_id, {columns} FROM {table} f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id").to_arrow_table()
-        finally:
-            con.unregister("want_ids")
+    con.register("want_ids", pa.table({"doc_id": pa.array(distinct(ids, np.int64), pa.int64())}))
+    try:
+        return con.sql(f"SELECT f.doc_id, {columns} FROM {table} f SEMI JOIN want_ids w ON f.doc_id = w.doc_id ORDER BY f.doc_id").to_arrow_table()
+    finally:
+        con.unregister("want_ids")
 
 
 def _rows_of(ids_sorted: np.ndarray, want: np.ndarray) -> np.ndarray:
