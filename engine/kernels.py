@@ -914,8 +914,6 @@ BAND_HITS = 1 << 20
 #: tile of rows, 104 bytes each for the default 100 positions, stays in the first-level cache; 32
 #: measured best of 8-512 on the scale corpus)
 BAND_TILE = 32
-#: candidate rows below which ``band_agreements`` does not split its rows over the kernel threads
-BAND_PART = 1 << 20
 
 
 def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row, base, low_new, low_old, need,
@@ -937,37 +935,22 @@ def band_agreements(d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_ro
     most = np.asarray(sel - group_first, dtype=np.int64)
     has = sel_old >= 0
     most[has] += np.diff(o_start)[sel_old[has]]
+    cap = max(BAND_HITS, int(most.max()) if most.size else 0)  # room for any one row's candidates
+    out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    got_a, got_b = [], []
     width = low_new.shape[1]
     w_new, w_old = byte_words(low_new), byte_words(low_old, width)
     pad = padded(width) - width
     if band is None:  # no band per row: every shared key's row
         band, band_keys, key_row = np.zeros(0, np.int64), np.zeros((0, 0), np.uint64), np.zeros(0, np.int64)
-
-    def part(s: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """The selected rows ``s..e-1`` (each row's candidates are its own: the parts are independent)."""
-        cap = max(BAND_HITS, int(most[s:e].max()) if e > s else 0)  # room for any one row's candidates
-        out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
-        got_a, got_b = [], []
-        for n in resumed(band_agreement_hits, e - s, (d, group_first[s:e], sel[s:e], sel_old[s:e], o_start, o_ids,
-                                                      o_rows, new_row, base, w_new, w_old, need + pad, BAND_TILE,
-                                                      band, band_keys, key_row), (out_a, out_b)):
-            got_a.append(out_a[:n].copy())
-            got_b.append(out_b[:n].copy())
-        return (np.concatenate(got_a), np.concatenate(got_b)) if got_a else (np.zeros(0, np.int64),) * 2
-
-    from .pipeline import KERNEL_THREADS
-
-    total = int(most.sum())
-    parts = min(KERNEL_THREADS * 4, total // BAND_PART) if KERNEL_THREADS > 1 else 1
-    if parts <= 1:
-        return part(0, sel.size)
-    # consecutive rows of about equal candidates, on the kernel threads (the kernel releases the GIL)
-    from concurrent.futures import ThreadPoolExecutor
-
-    cuts = np.unique(np.r_[0, np.searchsorted(np.cumsum(most), np.linspace(0, total, parts + 1)[1:-1]), sel.size])
-    with ThreadPoolExecutor(max_workers=KERNEL_THREADS, thread_name_prefix="neardup-kernel") as pool:
-        outs = list(pool.map(lambda se: part(*se), zip(cuts[:-1].tolist(), cuts[1:].tolist())))
-    return np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs])
+    for n in resumed(band_agreement_hits, sel.size, (d, group_first, sel, sel_old, o_start, o_ids, o_rows, new_row,
+                                                     base, w_new, w_old, need + pad, BAND_TILE,
+                                                     band, band_keys, key_row), (out_a, out_b)):
+        got_a.append(out_a[:n].copy())
+        got_b.append(out_b[:n].copy())
+    if not got_a:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(got_a), np.concatenate(got_b)
 
 
 @njit(cache=True, nogil=True)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import Index, exact, kernels, pairs, pipeline
+from neardup import Index, exact, kernels, pairs
 from neardup.ingest import ingest
 from neardup.rebuild import rebuild_fingerprints
 from neardup.settings import Settings, parse_pairs
@@ -423,11 +423,9 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
     need = data.draw(st.integers(0, perms))
     cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=4)))) if n_new > 1 else []
     g = pairs.KeyGroups(keys, docs)  # one for all the slices, as a batch uses it (its cache of old lists)
-    default_hits, default_tile, default_part = kernels.BAND_HITS, kernels.BAND_TILE, kernels.BAND_PART
+    default_hits, default_tile = kernels.BAND_HITS, kernels.BAND_TILE
     kernels.BAND_HITS = data.draw(st.sampled_from([1, 3, default_hits]))  # the kernel's output handed over in small parts
     kernels.BAND_TILE = data.draw(st.sampled_from([1, 2, 5, default_tile]))  # older holders compared a few at a time
-    kernels.BAND_PART = data.draw(st.sampled_from([1, 4, default_part]))  # the rows split over threads
-    threads, pipeline.KERNEL_THREADS = pipeline.KERNEL_THREADS, 2
     try:
         for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
             a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
@@ -438,8 +436,7 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
             assert n_rows >= a.size
             assert held >= ga.size
     finally:
-        kernels.BAND_HITS, kernels.BAND_TILE, kernels.BAND_PART = default_hits, default_tile, default_part
-        pipeline.KERNEL_THREADS = threads
+        kernels.BAND_HITS, kernels.BAND_TILE = default_hits, default_tile
 
 
 @settings(max_examples=60, deadline=None)
@@ -476,18 +473,12 @@ def test_agreeing_pairs_by_first_band_are_those_of_every_shared_key(data):
     holders: dict[int, set[int]] = {}
     for d, k in [*zip(docs.tolist(), keys.tolist()), *old_rows]:
         holders.setdefault(k, set()).add(d)
-    default_part, threads = kernels.BAND_PART, pipeline.KERNEL_THREADS
-    kernels.BAND_PART = data.draw(st.sampled_from([1, 3, default_part]))  # the rows split over threads
-    pipeline.KERNEL_THREADS = 2
-    try:
-        for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
-            want = {(a, b) for h in holders.values() for a in h for b in h
-                    if a < b and first <= b < end and (low[a] == low[b]).sum() >= need}
-            for g in (by_band, plain):
-                ga, gb, _, _ = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
-                assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
-    finally:
-        kernels.BAND_PART, pipeline.KERNEL_THREADS = default_part, threads
+    for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
+        want = {(a, b) for h in holders.values() for a in h for b in h
+                if a < b and first <= b < end and (low[a] == low[b]).sum() >= need}
+        for g in (by_band, plain):
+            ga, gb, _, _ = g.agreeing_pairs(lo, old, "t", first, end - 1, new, low[lo:], lambda ids: (low, ids), need)
+            assert list(zip(ga.tolist(), gb.tolist())) == sorted(want)
 
 
 @settings(max_examples=80, deadline=None)
