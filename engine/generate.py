@@ -392,10 +392,12 @@ def make_documents(o: GenerateOptions, urls: list[str], docs: list[list[list[str
             body = _truncate(docs[s], c)
             # two sources may start alike (license files, changelogs): a start another page of the
             # group already has is lengthened a word at a time (the sources differ as wholes)
-            while tuple(map(tuple, body)) in bodies and c < n_words:
+            key = tuple(map(tuple, body))
+            while key in bodies and c < n_words:
                 c += 1
                 body = _truncate(docs[s], c)
-            bodies.add(tuple(map(tuple, body)))
+                key = tuple(map(tuple, body))
+            bodies.add(key)
             out.append(_Doc([head, *body, foot], "framed", urls[s], frame=g, frame_lines=(1, 1),
                             edits=[{"op": "framed", "frame": g, "header": len(head), "footer": len(foot), "content": c}]))
     site_frames = []
