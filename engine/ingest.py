@@ -17,6 +17,7 @@ See ``neardup.store.index`` for how the batch commits atomically.
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -278,32 +279,48 @@ class _Versions:
 
 
 DEFAULT_BATCH_MB = memory.DEFAULT_BATCH_MB
+#: an input's last batch takes in the rest of it when that is at most this part of a batch (so that an
+#: input of a little over some batches is not committed with a batch of a few hundred records after
+#: them, which costs most of what a whole batch costs in the searches against a large index)
+TAIL_PART = 8
 
 
-class _Peekable:
-    """An iterator that can tell whether anything is left without losing it."""
+class Peekable:
+    """An iterator that can tell whether anything is left, or how little, without losing it."""
 
-    _EMPTY = object()
-
-    def __init__(self, it):
+    def __init__(self, it, size: Callable[[object], int] = lambda item: 0):
         self.it = iter(it)
-        self.head = self._EMPTY
+        self.ahead: collections.deque = collections.deque()
+        self.size = size  # an item's bytes, for ``ends_within``
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        if self.head is not self._EMPTY:
-            item, self.head = self.head, self._EMPTY
-            return item
+        if self.ahead:
+            return self.ahead.popleft()
         return next(self.it)
 
     def exhausted(self) -> bool:
-        if self.head is self._EMPTY:
+        """Nothing is left."""
+        if self.ahead:
+            return False
+        try:
+            self.ahead.append(next(self.it))
+        except StopIteration:
+            return True
+        return False
+
+    def ends_within(self, limit: int) -> bool:
+        """What is left comes to at most ``limit`` bytes: read ahead until it passes them or ends."""
+        total = sum(self.size(item) for item in self.ahead)
+        while total <= limit:
             try:
-                self.head = next(self.it)
+                item = next(self.it)
             except StopIteration:
                 return True
+            self.ahead.append(item)
+            total += self.size(item)
         return False
 
 
@@ -324,7 +341,8 @@ def ingest(
     An input up to ``batch_mb`` is one batch; a bigger one is committed as
     several consecutive batches of that size (each atomic, all with the input
     as their ``source``), so that memory is bounded by ``batch_mb``, not by the
-    input. A crash leaves the batches committed before it; ingesting the same
+    input; the last takes in a rest of at most an eighth of ``batch_mb``
+    (``TAIL_PART``) instead of leaving it to a batch of its own. A crash leaves the batches committed before it; ingesting the same
     input again adds the rest (what is committed is unchanged, a no-op).
     Returns the sum over the batches (``batch_id`` the last one,
     ``batch_ids`` all). Raises ``InputError`` when the input cannot be opened,
@@ -361,7 +379,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
             t_html = time.perf_counter() - t
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 
-        chunks = _Peekable(ordered_map(prep, prefetch(raw_chunks)))
+        chunks = Peekable(ordered_map(prep, prefetch(raw_chunks)), size=lambda item: item[0].n_bytes_read)
         while True:
             res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage)
             total = res if total is None else _merge(total, res)
@@ -410,9 +428,10 @@ def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
     return a
 
 
-def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progress: ProgressFn | None,
+def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progress: ProgressFn | None,
                   budget: int, stage: StageFn) -> IngestResult:
-    """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends)."""
+    """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends, or
+    what is left of it is at most ``budget / TAIL_PART``: then that too)."""
     started = datetime.now()
     t0 = time.perf_counter()
     con = w.con
@@ -504,7 +523,7 @@ def _ingest_batch(w: Writer, chunks: _Peekable, source: str, strict: bool, progr
     return res
 
 
-def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int, res: IngestResult, strict: bool,
+def _write_chunks(w: Writer, chunks: Peekable, batch_id: int, next_doc: int, res: IngestResult, strict: bool,
                   progress: ProgressFn | None, budget: int, written: WrittenRows) -> int:
     con = w.con
     versions = _Versions(w)
@@ -534,7 +553,7 @@ def _write_chunks(w: Writer, chunks: _Peekable, batch_id: int, next_doc: int, re
         if first:
             crashpoint("after-first-chunk")
             first = False
-        if res.n_bytes >= budget:
+        if res.n_bytes >= budget and not chunks.ends_within(budget // TAIL_PART):
             break
     versions.flush()
     return next_doc

@@ -235,6 +235,43 @@ def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_p
     assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
 
 
+@pytest.mark.parametrize("share, sizes", [(0.95, [400]), (0.8, [320, 80]), (0.47, [192, 208]), (0.3, [128, 128, 128, 16])])
+def test_the_last_batch_takes_in_a_rest_of_at_most_an_eighth_of_a_batch(tmp_path, monkeypatch, share, sizes):
+    """400 files of one size read in chunks of 16 (4% of the input each), batches of ``share`` of
+    the input: a batch ends at the first chunk that reaches it unless the rest is at most an eighth
+    of a batch. At 95% the rest after 96% (4%) joins the batch; at 80% the rest (20%) is a batch of
+    its own; at 47%, 48% then 48% and the 4% left; at 30%, 32% three times, and the last 4% is more
+    than an eighth of 30%."""
+    import neardup.readers.base as base
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(400):
+        (src / f"{i:03d}.txt").write_text((words_text(40, i) + " ")[:150])
+    total = ingest(Index(tmp_path / "whole"), str(src)).n_bytes
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    res = ingest(Index(tmp_path / "sliced"), str(src), batch_mb=share * total / 1e6)
+    assert len(res.batch_ids) == len(sizes)
+    assert res.n_docs == 400 and res.n_bytes == total
+    with Index(tmp_path / "sliced").reader() as con:
+        got = [n for (n,) in con.execute("SELECT n_docs FROM batches ORDER BY batch_id").fetchall()]
+    assert got == sizes
+    assert _by_url(tmp_path / "sliced") == _by_url(tmp_path / "whole")
+
+
+def test_peeking_ahead_loses_nothing():
+    from neardup.ingest import Peekable
+
+    p = Peekable(iter(range(10)), size=lambda x: 10)
+    assert next(p) == 0
+    assert not p.ends_within(50)  # 9 items of 10 bytes left
+    assert not p.exhausted()
+    assert next(p) == 1
+    assert p.ends_within(80) and p.ends_within(1000)  # exactly 80 left
+    assert list(p) == list(range(2, 10))
+    assert p.exhausted() and p.ends_within(0)
+
+
 def test_merges_left_to_the_background_give_the_postings_a_rebuild_derives(tmp_path, monkeypatch):
     """Every run merge left to the background thread (``INLINE_MERGE`` 0), an input in many batches:
     the same pairs and clusters as one batch, postings equal to those re-derived from the catalog,

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from .. import pairs, storage
 from ..errors import PostingsDamaged
 from ..fingerprints import lexical
-from ..ingest import DEFAULT_BATCH_MB, extract_html, prepare
+from ..ingest import DEFAULT_BATCH_MB, TAIL_PART, Peekable, extract_html, prepare
 from ..pipeline import lap, ordered_map, prefetch
 from ..readers import RawChunk, Reject
 from ..settings import Settings
@@ -129,6 +129,8 @@ def prepared_chunks(raw: Iterable[RawChunk], settings: Settings, threads: bool =
 def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float = DEFAULT_PART_MB) -> Iterator[pa.Table]:
     """The answer to prepared chunks, one table of ``SCHEMA`` per part of ``part_mb`` MB of text read."""
     budget = part_mb * 1e6
+    # a rest of at most budget / TAIL_PART joins the last part, as it joins an ingest's last batch
+    chunks = Peekable(chunks, size=lambda item: item[0].n_bytes_read)
     rejects: list[pa.Table] = []
     first, answered, n_bytes = s.next_doc, [], 0
     _begin_part(s)
@@ -142,7 +144,7 @@ def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float
                 answered.append(_add(s, prepared))
         s.n_records += chunk.batch.num_rows
         n_bytes += chunk.n_bytes_read
-        if n_bytes >= budget:
+        if n_bytes >= budget and not chunks.ends_within(int(budget) // TAIL_PART):
             yield _finish(s, first, answered, rejects)
             if not _keeps_statistics(s.settings):  # the next part needs none of this one's rows: memory follows a part
                 s.overlay.reset()
