@@ -380,8 +380,9 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 
         chunks = Peekable(ordered_map(prep, prefetch(raw_chunks)), size=lambda item: item[0].n_bytes_read)
+        values = pairs.ValueCache()  # older documents' values read by the pair search, kept from batch to batch
         while True:
-            res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage)
+            res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage, values)
             total = res if total is None else _merge(total, res)
             if chunks.exhausted():
                 break
@@ -429,7 +430,7 @@ def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
 
 
 def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progress: ProgressFn | None,
-                  budget: int, stage: StageFn) -> IngestResult:
+                  budget: int, stage: StageFn, values=None) -> IngestResult:
     """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends, or
     what is left of it is at most ``budget / TAIL_PART``: then that too)."""
     started = datetime.now()
@@ -467,7 +468,7 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
                 keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings, written)
                 res.tick("candidate keys", t)
                 res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
-                                                   res.timings, keys=keys, beside=True)
+                                                   res.timings, keys=keys, beside=True, values=values)
             except BaseException:
                 if search is not None:
                     search.abandon()

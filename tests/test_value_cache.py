@@ -70,3 +70,38 @@ def test_the_cache_stays_within_its_limit_and_answers_only_what_was_added(limit,
             f_ids, f_rows = c.fixed["t"].items()
             assert c.fixed["t"].n == f_ids.size
             assert f_rows[:, 0].tolist() == f_ids.tolist() and f_rows[:, 1].tolist() == [rows_added[i] for i in f_ids.tolist()]
+
+
+def test_an_ingest_keeps_its_batches_signature_rows_for_the_batches_after_them(tmp_path, monkeypatch):
+    """The value cache lasts from one batch of an input to the next: into a new index, every older
+    document a batch compares with was written by an earlier batch of the same ingest, whose own
+    one-byte rows the cache kept, so none is read back from the postings."""
+    import neardup.pairs.batch as batch
+    import neardup.readers.base as base
+    from neardup import Index
+    from neardup.ingest import ingest
+    from neardup.pairs.values import SIGNATURE_VALUES
+    from neardup.store.postings import LmdbPostings
+
+    from .conftest import FIXTURES
+
+    read: list[int] = []
+    compared: list[int] = []
+    real_get, real_old = LmdbPostings.get_fixed, batch._old_low_rows
+
+    def get_fixed(self, table, ids, width):
+        if table == SIGNATURE_VALUES:
+            read.append(len(ids))
+        return real_get(self, table, ids, width)
+
+    def old_low_rows(con, postings, lo, ids, *rest):
+        compared.append(int(ids.size))
+        return real_old(con, postings, lo, ids, *rest)
+
+    monkeypatch.setattr(LmdbPostings, "get_fixed", get_fixed)
+    monkeypatch.setattr(batch, "_old_low_rows", old_low_rows)
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 16)
+    res = ingest(Index(tmp_path / "i"), str(FIXTURES / "crawl" / "sample.warc.gz"), batch_mb=0.2)
+    assert len(res.batch_ids) > 2
+    assert sum(compared) > 0  # batches did compare with older documents' rows
+    assert sum(read) == 0

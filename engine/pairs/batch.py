@@ -44,7 +44,7 @@ def _small_sketches(con, ids: np.ndarray, threshold: float) -> np.ndarray:
 
 def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: Settings,
                      timings: dict[str, float] | None = None, keys: dict | None = None,
-                     budget: int | None = None, beside: bool = False) -> dict[str, int]:
+                     budget: int | None = None, beside: bool = False, values: ValueCache | None = None) -> dict[str, int]:
     """Find and insert every pair method's pairs for new documents ``lo..hi`` (the batch's
     own catalog rows must be written; ``postings`` holds the older documents' keys and
     may hold more: only ids below ``lo`` are read from it). Returns pairs per method.
@@ -58,7 +58,12 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     pairs whose newer member is in the slice), each emitting about ``budget`` rows
     (``CANDIDATE_BUDGET``), so memory
     does not grow with the batch or with the longest posting lists; the pairs do not depend on
-    the slicing."""
+    the slicing.
+
+    ``values``: the cache of older documents' values to read through and fill (a new one when not
+    given). An ingest keeps one for all the batches of an input: a document's values never change,
+    and the next batch's partners are mostly this one's (the pages of the same sites), so what a
+    batch read and its own rows are not read again."""
     methods = pair_methods(settings)
     if not methods or hi < lo:
         return {}
@@ -88,7 +93,8 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
                 found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
             whole.append(m)
     try:
-        _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed)
+        _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed,
+                     values if values is not None else ValueCache())
     finally:
         for scan in scans.values():
             scan.abandon()  # a failing batch must not close the catalog under a running scan
@@ -122,11 +128,11 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
 
 
 def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: list[str], whole: list[str],
-                 keys: dict, budget: int, found: dict, timed) -> None:
-    """The key-matched methods' pairs (those not in ``whole``), slice by slice, into ``found``."""
+                 keys: dict, budget: int, found: dict, timed, values: ValueCache) -> None:
+    """The key-matched methods' pairs (those not in ``whole``), slice by slice, into ``found``;
+    ``values`` is read through and keeps the batch's own signature rows at the end."""
     keyed = [m for m in methods if m not in whole]
     groups: dict[str, KeyGroups] = {}
-    values = ValueCache()
     # the batch's shingle sets, read from the catalog once for its postings: verification finds them here
     own = keys.get(VALUES + "shingles")
     if own is not None:
@@ -175,6 +181,8 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
             found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
         step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
         first = last + 1
+    if "low" in batch_low:  # older documents' rows for the batches after this one
+        values.add_fixed(SIGNATURE_VALUES, *batch_low["low"])
 
 
 def _key_groups(keys: dict, table: str, settings: Settings) -> KeyGroups:
