@@ -68,7 +68,7 @@ import pyarrow.parquet as pq
 
 from . import __version__, exact, text
 from .errors import InputError, NeardupError
-from .ingest import extract_html
+from .prepare import extract_html
 from .readers import ReadOptions, Reject, read_input
 from .settings import Settings
 from .variants import KINDS, _Rng, can_reorder, edit, frame_lines, html_page, reorder

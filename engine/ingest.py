@@ -2,10 +2,11 @@
 
 Per raw chunk (a few MB of records):
 
-1. HTML records are reduced to visible text (selectolax) and white-space
-   cleaned, in the reader thread; then every text is measured (words,
-   sentences, bytes) and hashed over the whole chunk (``neardup.text``).
-2. Empty and too-short texts become rejects.
+1. HTML records are reduced to visible text and white-space cleaned; then
+   every text is measured (words, sentences, bytes), hashed and
+   fingerprinted over the whole chunk, in the preparing threads
+   (``neardup.prepare``).
+2. Empty and too-short texts become rejects (there too).
 3. Each record is matched by url against the index (LMDB ``url`` postings,
    then the catalog rows of those ids) and against earlier records of the
    same batch: same url and content hash -> unchanged (a no-op); same url,
@@ -17,25 +18,23 @@ See ``neardup.store.index`` for how the batch commits atomically.
 
 from __future__ import annotations
 
-import collections
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import xxhash
 
-from . import __version__, clusters, fingerprints, memory, pairs, text
+from . import __version__, clusters, memory, pairs, text
 from .fingerprints import lexical
 from .errors import BadRecord
 from .faults import crashpoint
 from .keys import DOCINFO, URL_CHECK_SEED, fingerprint_postings, hash64
-from .pipeline import lap, ordered_map, prefetch
+from .pipeline import Peekable, lap, ordered_map, prefetch
+from .prepare import Prepared, extract_html, prepare
 from .readers import RawChunk, ReadOptions, Reject, read_input
-from .readers.content import ContentPool, page_texts
+from .readers.content import ContentPool
 from .settings import Settings
 from .sqlfiles import query
 from .store.index import Index, Writer
@@ -77,133 +76,6 @@ class IngestResult:
 
     def tick(self, stage: str, since: float) -> float:
         return lap(self.timings, stage, since)
-
-
-@dataclass
-class _Prepared:
-    table: pa.Table  # url, source, record, text, n_words, ..., "method.column" fingerprints, _row
-    rejects: list[Reject]
-    terms: pa.Table | None = None  # (doc = chunk row, term, tf) for the statistics-based methods
-    sent_terms: pa.Table | None = None  # (doc, sent, term) for A5
-    sent_texts: pa.Table | None = None  # (doc, sent, text) for A5
-    #: seconds of each preparing step, in the thread that prepared the chunk
-    timings: dict[str, float] = field(default_factory=dict)
-
-
-def extract_html(chunk: RawChunk, content: str = "full", pool: ContentPool | None = None) -> RawChunk:
-    """Replace the HTML records' content by their visible text (``is_html`` becomes false).
-
-    Extracted text is white-space cleaned (markup leaves runs of blanks);
-    plain text is kept exactly as read. With ``content="main"`` the batch
-    gains a column ``main``: each HTML record's main content
-    (``neardup.readers.content``), null for the other records; with ``pool``, a big
-    chunk's texts are extracted in its worker processes.
-    """
-    b = chunk.batch
-    is_html = b.column("is_html").to_numpy(zero_copy_only=False)
-    if b.num_rows == 0 or not is_html.any():
-        return chunk
-    content_col = b.column("content")
-    html = content_col.filter(pa.array(is_html))
-    main = content == "main"
-    extracted, main_text = pool.submit(html, main)() if pool is not None else page_texts(html, main)
-    # put the extracted texts back in the rows that held HTML
-    take = pa.array(np.maximum(np.cumsum(is_html) - 1, 0))
-    merged = pc.if_else(pa.array(is_html), extracted.take(take), content_col)
-    cols = {name: b.column(name) for name in b.schema.names}
-    cols["content"] = merged
-    cols["is_html"] = pa.array(np.zeros(b.num_rows, dtype=bool))
-    schema = b.schema
-    if main:
-        # an HTML record whose page cannot be parsed gets "" (its full text is fingerprinted); the others null
-        cols["main"] = pc.if_else(pa.array(is_html), main_text.fill_null("").take(take), pa.nulls(b.num_rows, pa.large_string()))
-        schema = schema.append(pa.field("main", pa.large_string()))
-    chunk.batch = pa.RecordBatch.from_pydict(cols, schema=schema)
-    return chunk
-
-
-def fingerprinted_text(chunk: pa.RecordBatch, settings: Settings) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """The normal form of the text each record's fingerprints are computed from, and what it is.
-
-    Returns ``(normal, kind, main)``: that normal form; ``documents.content``
-    per record (``main``; ``fallback``: an HTML record whose main content has
-    fewer than ``min_words`` words, or none, so its full text is
-    fingerprinted; ``full``: the full text, as the setting or a plain-text
-    input has it); and the main text where it is fingerprinted, else null.
-    """
-    full = chunk.column("content")
-    n = chunk.num_rows
-    if "main" not in chunk.schema.names:
-        return text.normal_form(full), pa.array(["full"] * n, pa.string()), pa.nulls(n, pa.large_string())
-    main = chunk.column("main")
-    was_html = pc.is_valid(main).to_numpy(zero_copy_only=False)
-    normal_main = text.normal_form(main.fill_null(""))
-    main_words = text.analyze(normal_main, settings.seed, spans=False).word_counts  # words only: a fast pass
-    use_main = was_html & (main_words >= settings.min_words)
-    kind = np.where(use_main, "main", np.where(was_html, "fallback", "full"))
-    mask = pa.array(use_main)
-    normal = normal_main if use_main.all() else pc.if_else(mask, normal_main, text.normal_form(full))
-    return normal, pa.array(kind, pa.string()), pc.if_else(mask, main, pa.nulls(n, pa.large_string()))
-
-
-def prepare(chunk: pa.RecordBatch, settings: Settings) -> _Prepared:
-    """Clean, measure and hash a chunk of extracted text; short or empty texts become rejects.
-
-    The fingerprints, ``n_words`` and ``n_sentences`` are those of the
-    fingerprinted text (``fingerprinted_text``); ``text``, ``n_bytes`` and
-    ``content_hash`` those of the full text, which is what is stored.
-    """
-    timings: dict[str, float] = {}
-    t = time.perf_counter()
-    cleaned = chunk.column("content")
-    normal, kind, main = fingerprinted_text(chunk, settings)
-    t = lap(timings, "normal form", t)
-    analysis = text.analyze(normal, settings.seed, spans=settings.needs_spans)
-    lap(timings, "words", t)
-    n_words = analysis.word_counts.astype(np.int32)
-    n_sentences = analysis.sentence_counts.astype(np.int32)
-    ok = n_words >= settings.min_words
-    rejects = []
-    if not ok.all():
-        sources = chunk.column("source").to_pylist()
-        records = chunk.column("record").to_pylist()
-        urls = chunk.column("url").to_pylist()
-        for i in np.flatnonzero(~ok).tolist():
-            w = int(n_words[i])
-            why = "empty text (no words)" if w == 0 else f"too short: {w} words (< {settings.min_words})"
-            rejects.append(Reject(sources[i], records[i], f"{why} (url {urls[i]})"))
-    mask = pa.array(ok)
-    kept_text = cleaned.filter(mask)
-    hashes = content_hashes(kept_text)
-    images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings, timings)
-    columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
-    columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
-    table = pa.table(
-        {
-            **columns,
-            "url": chunk.column("url").filter(mask),
-            "source": chunk.column("source").filter(mask),
-            "record": chunk.column("record").filter(mask),
-            "text": kept_text,
-            "n_words": pa.array(n_words[ok], pa.int32()),
-            "n_sentences": pa.array(n_sentences[ok], pa.int32()),
-            "n_bytes": pc.cast(pc.binary_length(kept_text), pa.int32()),
-            "content_hash": pa.array(hashes, pa.uint64()),
-            "content": kind.filter(mask),
-            "main_text": main.filter(mask),
-        }
-    )
-    return _Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
-
-
-def content_hashes(texts: pa.Array) -> np.ndarray:
-    """``documents.content_hash`` of each text: XXH3-64 of its UTF-8 bytes, hashed where Arrow holds
-    them (no Python string is made of the text)."""
-    data, offs = text._utf8(texts)
-    view = memoryview(data)
-    h = xxhash.xxh3_64_intdigest
-    bounds = offs.tolist()
-    return np.fromiter((h(view[bounds[i] : bounds[i + 1]]) for i in range(len(texts))), dtype=np.uint64, count=len(texts))
 
 
 class _Versions:
@@ -285,45 +157,6 @@ DEFAULT_BATCH_MB = memory.DEFAULT_BATCH_MB
 TAIL_PART = 8
 
 
-class Peekable:
-    """An iterator that can tell whether anything is left, or how little, without losing it."""
-
-    def __init__(self, it, size: Callable[[object], int] = lambda item: 0):
-        self.it = iter(it)
-        self.ahead: collections.deque = collections.deque()
-        self.size = size  # an item's bytes, for ``ends_within``
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.ahead:
-            return self.ahead.popleft()
-        return next(self.it)
-
-    def exhausted(self) -> bool:
-        """Nothing is left."""
-        if self.ahead:
-            return False
-        try:
-            self.ahead.append(next(self.it))
-        except StopIteration:
-            return True
-        return False
-
-    def ends_within(self, limit: int) -> bool:
-        """What is left comes to at most ``limit`` bytes: read ahead until it passes them or ends."""
-        total = sum(self.size(item) for item in self.ahead)
-        while total <= limit:
-            try:
-                item = next(self.it)
-            except StopIteration:
-                return True
-            self.ahead.append(item)
-            total += self.size(item)
-        return False
-
-
 def ingest(
     index: Index,
     path: str,
@@ -373,7 +206,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
     with index.writer(create_with=create_with or Settings()) as w, ContentPool() as pool:
         settings = w.settings
 
-        def prep(chunk: RawChunk) -> tuple[RawChunk, _Prepared | None, float]:
+        def prep(chunk: RawChunk) -> tuple[RawChunk, Prepared | None, float]:
             t = time.perf_counter()
             chunk = extract_html(chunk, settings.content, pool)
             t_html = time.perf_counter() - t
@@ -560,7 +393,7 @@ def _write_chunks(w: Writer, chunks: Peekable, batch_id: int, next_doc: int, res
     return next_doc
 
 
-def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
+def _add_documents(w: Writer, versions: _Versions, prepared: Prepared, batch_id: int, next_doc: int, res: IngestResult,
                    written: WrittenRows) -> int:
     t = prepared.table
     urls = t.column("url").to_pylist()
@@ -599,7 +432,7 @@ def _add_documents(w: Writer, versions: _Versions, prepared: _Prepared, batch_id
     return next_doc
 
 
-def _add_new_urls(w: Writer, prepared: _Prepared, batch_id: int, next_doc: int, res: IngestResult,
+def _add_new_urls(w: Writer, prepared: Prepared, batch_id: int, next_doc: int, res: IngestResult,
                   known_lists: list[list], hashes: np.ndarray, written: WrittenRows) -> int:
     """``_add_documents`` where no url of the chunk has a version yet and none comes twice: every
     record is added as its url's version 1 (the same rows the general path gives, without its
@@ -615,7 +448,7 @@ def _add_new_urls(w: Writer, prepared: _Prepared, batch_id: int, next_doc: int, 
     return next_doc + n
 
 
-def _insert_documents(con, kept: pa.Table, prepared: _Prepared, keep: np.ndarray, doc_ids: np.ndarray, vers: np.ndarray,
+def _insert_documents(con, kept: pa.Table, prepared: Prepared, keep: np.ndarray, doc_ids: np.ndarray, vers: np.ndarray,
                       latest: np.ndarray, batch_id: int, res: IngestResult, written: WrittenRows) -> None:
     """Insert the records ``kept`` (the chunk's rows where ``keep``) under ``doc_ids[keep]``, with
     their versions and latest flags, and their fingerprints (and terms); ``written`` holds them."""

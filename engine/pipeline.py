@@ -8,6 +8,7 @@ keeps memory bounded: at most ``depth`` chunks wait in the queue.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import os
 import queue
@@ -190,3 +191,42 @@ def in_parts(fn: Callable[..., np.ndarray], *rows: np.ndarray, threads: int | No
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="neardup-kernel") as pool:
         outs = list(pool.map(lambda se: fn(*(r[se[0] : se[1]] for r in rows)), zip(cuts[:-1], cuts[1:])))
     return np.concatenate(outs)
+
+
+class Peekable:
+    """An iterator that can tell whether anything is left, or how little, without losing it."""
+
+    def __init__(self, it, size: Callable[[object], int] = lambda item: 0):
+        self.it = iter(it)
+        self.ahead: collections.deque = collections.deque()
+        self.size = size  # an item's bytes, for ``ends_within``
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.ahead:
+            return self.ahead.popleft()
+        return next(self.it)
+
+    def exhausted(self) -> bool:
+        """Nothing is left."""
+        if self.ahead:
+            return False
+        try:
+            self.ahead.append(next(self.it))
+        except StopIteration:
+            return True
+        return False
+
+    def ends_within(self, limit: int) -> bool:
+        """What is left comes to at most ``limit`` bytes: read ahead until it passes them or ends."""
+        total = sum(self.size(item) for item in self.ahead)
+        while total <= limit:
+            try:
+                item = next(self.it)
+            except StopIteration:
+                return True
+            self.ahead.append(item)
+            total += self.size(item)
+        return False

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from neardup import Index, ReadOptions, Settings, SettingsMismatch
 from neardup.cli.app import app
 from neardup.evaluate import evaluate
-from neardup.ingest import fingerprinted_text, ingest
+from neardup.ingest import ingest
+from neardup.prepare import fingerprinted_text
 from neardup.readers.content import FINGERPRINTED, main_content
 from neardup.rebuild import rebuild_fingerprints
 

@@ -260,7 +260,7 @@ def test_the_last_batch_takes_in_a_rest_of_at_most_an_eighth_of_a_batch(tmp_path
 
 
 def test_peeking_ahead_loses_nothing():
-    from neardup.ingest import Peekable
+    from neardup.pipeline import Peekable
 
     p = Peekable(iter(range(10)), size=lambda x: 10)
     assert next(p) == 0

@@ -3,8 +3,8 @@
 No stage imports Dask: each reads its inputs from the build folder (or takes a
 pandas frame of one shuffled partition) and writes or returns Arrow/pandas
 tables; ``neardup.distributed.run`` decides where they run. The work they do
-is the local ingest's own: ``readers.read_input``, ``ingest.extract_html`` and
-``ingest.prepare`` for text and fingerprints, ``pairs.band_keys`` and
+is the local ingest's own: ``readers.read_input``, ``prepare.extract_html`` and
+``prepare.prepare`` for text and fingerprints, ``pairs.band_keys`` and
 ``pairs.simhash_keys`` for candidate keys, the compiled agreement filter
 (``kernels.band_agreements``) and ``pairs.set_jaccard`` for verification.
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..ingest import extract_html, prepare
+from ..prepare import extract_html, prepare
 from ..pairs import EMPTY, band_keys, lsh_params, set_jaccard, simhash_keys
 from ..pairs.groups import _within
 from ..pairs.values import _signature_rows

@@ -1,7 +1,7 @@
 """Answer a query: the indexed documents each record would pair with, and their clusters.
 
 A query is an ingest batch that is never written. Its records are read and
-prepared by ingest's own code (``neardup.ingest.extract_html`` and
+prepared by ingest's own code (``neardup.prepare.extract_html`` and
 ``prepare``: visible text, normal form, fingerprints, rejects for empty or
 too-short texts), numbered from the index's next doc id, written to an
 in-memory overlay of the read-only catalog (``neardup.lookup.overlay``), and
@@ -29,8 +29,9 @@ import pyarrow.compute as pc
 from .. import pairs, storage
 from ..errors import PostingsDamaged
 from ..fingerprints import lexical
-from ..ingest import DEFAULT_BATCH_MB, TAIL_PART, Peekable, extract_html, prepare
-from ..pipeline import lap, ordered_map, prefetch
+from ..ingest import DEFAULT_BATCH_MB, TAIL_PART
+from ..pipeline import Peekable, lap, ordered_map, prefetch
+from ..prepare import extract_html, prepare
 from ..readers import RawChunk, Reject
 from ..settings import Settings
 from ..sqlfiles import query
