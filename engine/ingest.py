@@ -175,8 +175,9 @@ def ingest(
     several consecutive batches of that size (each atomic, all with the input
     as their ``source``), so that memory is bounded by ``batch_mb``, not by the
     input; the last takes in a rest of at most an eighth of ``batch_mb``
-    (``TAIL_PART``) instead of leaving it to a batch of its own. A crash leaves the batches committed before it; ingesting the same
-    input again adds the rest (what is committed is unchanged, a no-op).
+    (``TAIL_PART``) instead of leaving it to a batch of its own. A crash
+    leaves the batches committed before it; ingesting the same input again
+    adds the rest (what is committed is unchanged, a no-op).
     Returns the sum over the batches (``batch_id`` the last one,
     ``batch_ids`` all). Raises ``InputError`` when the input cannot be opened,
     ``IndexLocked`` when another writer is active, ``BadRecord`` under
@@ -263,7 +264,7 @@ def _merge(a: IngestResult, b: IngestResult) -> IngestResult:
 
 
 def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progress: ProgressFn | None,
-                  budget: int, stage: StageFn, values=None) -> IngestResult:
+                  budget: int, stage: StageFn, values: pairs.ValueCache | None = None) -> IngestResult:
     """One atomic batch: chunks until ``budget`` bytes of input are read (or the input ends, or
     what is left of it is at most ``budget / TAIL_PART``: then that too)."""
     started = datetime.now()

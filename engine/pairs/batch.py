@@ -62,8 +62,8 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
 
     ``values``: the cache of older documents' values to read through and fill (a new one when not
     given). An ingest keeps one for all the batches of an input: a document's values never change,
-    and the next batch's partners are mostly this one's (the pages of the same sites), so what a
-    batch read and its own rows are not read again."""
+    and a batch's partners are largely the batch before's and its partners (pages of the same
+    sites), so what a batch read and its own rows are not read again while they fit."""
     methods = pair_methods(settings)
     if not methods or hi < lo:
         return {}
