@@ -193,8 +193,17 @@ def in_parts(fn: Callable[..., np.ndarray], *rows: np.ndarray, threads: int | No
     return np.concatenate(outs)
 
 
+class _Failed:
+    """What reading ahead raised, kept to be raised where its item would have been read."""
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+
 class Peekable:
-    """An iterator that can tell whether anything is left, or how little, without losing it."""
+    """An iterator that can tell whether anything is left, or how little, without losing it. An
+    error met while reading ahead is raised where the item would have been read, not earlier (a
+    batch that reads ahead to decide where it ends still commits what it read before it)."""
 
     def __init__(self, it, size: Callable[[object], int] = lambda item: 0):
         self.it = iter(it)
@@ -206,27 +215,40 @@ class Peekable:
 
     def __next__(self):
         if self.ahead:
-            return self.ahead.popleft()
+            item = self.ahead.popleft()
+            if isinstance(item, _Failed):
+                raise item.exc
+            return item
         return next(self.it)
 
     def exhausted(self) -> bool:
         """Nothing is left."""
-        if self.ahead:
-            return False
-        try:
-            self.ahead.append(next(self.it))
-        except StopIteration:
-            return True
-        return False
+        return not self.ahead and self._read_ahead() is None
 
     def ends_within(self, limit: int) -> bool:
-        """What is left comes to at most ``limit`` bytes: read ahead until it passes them or ends."""
-        total = sum(self.size(item) for item in self.ahead)
+        """What is left comes to at most ``limit`` bytes: read ahead until it passes them or ends (an
+        error met reading counts as more)."""
+        total = 0
+        for item in self.ahead:
+            if isinstance(item, _Failed):
+                return False
+            total += self.size(item)
         while total <= limit:
-            try:
-                item = next(self.it)
-            except StopIteration:
+            item = self._read_ahead()
+            if item is None:
                 return True
-            self.ahead.append(item)
+            if isinstance(item, _Failed):
+                return False
             total += self.size(item)
         return False
+
+    def _read_ahead(self):
+        """The next item, kept for ``__next__`` (or a ``_Failed``), or None at the end."""
+        try:
+            item = next(self.it)
+        except StopIteration:
+            return None
+        except Exception as exc:
+            item = _Failed(exc)
+        self.ahead.append(item)
+        return item

@@ -272,6 +272,23 @@ def test_peeking_ahead_loses_nothing():
     assert p.exhausted() and p.ends_within(0)
 
 
+def test_an_error_met_reading_ahead_is_raised_where_its_item_is_read():
+    from neardup.pipeline import Peekable
+
+    def items():
+        yield 1
+        yield 2
+        raise ValueError("unreadable")
+
+    p = Peekable(items(), size=lambda x: 10)
+    assert next(p) == 1
+    assert not p.ends_within(100)  # 2, then the error: more than nothing is left
+    assert not p.exhausted()
+    assert next(p) == 2
+    with pytest.raises(ValueError, match="unreadable"):
+        next(p)
+
+
 def test_merges_left_to_the_background_give_the_postings_a_rebuild_derives(tmp_path, monkeypatch):
     """Every run merge left to the background thread (``INLINE_MERGE`` 0), an input in many batches:
     the same pairs and clusters as one batch, postings equal to those re-derived from the catalog,
