@@ -19,7 +19,7 @@ See ``neardup.store.index`` for how the batch commits atomically.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -157,6 +157,19 @@ DEFAULT_BATCH_MB = memory.DEFAULT_BATCH_MB
 TAIL_PART = 8
 
 
+def read_ahead(items: Iterable) -> Peekable:
+    """The ``(chunk, ...)`` items of an input as a ``Peekable`` that counts each chunk's bytes read
+    (what ``batch_ends`` reads ahead by)."""
+    return Peekable(items, size=lambda item: item[0].n_bytes_read)
+
+
+def batch_ends(chunks: Peekable, n_bytes: int, budget: float) -> bool:
+    """Whether a batch that has read ``n_bytes`` of its input ends here: once it reaches ``budget``,
+    unless what is left of the input is at most ``budget / TAIL_PART`` (which it then takes in).
+    ``neardup query`` cuts its parts by the same rule."""
+    return n_bytes >= budget and not chunks.ends_within(int(budget) // TAIL_PART)
+
+
 def ingest(
     index: Index,
     path: str,
@@ -213,7 +226,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
             t_html = time.perf_counter() - t
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 
-        chunks = Peekable(ordered_map(prep, prefetch(raw_chunks)), size=lambda item: item[0].n_bytes_read)
+        chunks = read_ahead(ordered_map(prep, prefetch(raw_chunks)))
         values = pairs.ValueCache()  # older documents' values read by the pair search, kept from batch to batch
         while True:
             res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage, values)
@@ -388,7 +401,7 @@ def _write_chunks(w: Writer, chunks: Peekable, batch_id: int, next_doc: int, res
         if first:
             crashpoint("after-first-chunk")
             first = False
-        if res.n_bytes >= budget and not chunks.ends_within(budget // TAIL_PART):
+        if batch_ends(chunks, res.n_bytes, budget):
             break
     versions.flush()
     return next_doc

@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 from .. import pairs, storage
 from ..errors import PostingsDamaged
 from ..fingerprints import lexical
-from ..ingest import DEFAULT_BATCH_MB, TAIL_PART
-from ..pipeline import Peekable, lap, ordered_map, prefetch
+from ..ingest import DEFAULT_BATCH_MB, batch_ends, read_ahead
+from ..pipeline import lap, ordered_map, prefetch
 from ..prepare import extract_html, prepare
 from ..readers import RawChunk, Reject
 from ..settings import Settings
@@ -130,8 +130,7 @@ def prepared_chunks(raw: Iterable[RawChunk], settings: Settings, threads: bool =
 def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float = DEFAULT_PART_MB) -> Iterator[pa.Table]:
     """The answer to prepared chunks, one table of ``SCHEMA`` per part of ``part_mb`` MB of text read."""
     budget = part_mb * 1e6
-    # a rest of at most budget / TAIL_PART joins the last part, as it joins an ingest's last batch
-    chunks = Peekable(chunks, size=lambda item: item[0].n_bytes_read)
+    chunks = read_ahead(chunks)  # parts are cut as an ingest cuts its batches (``ingest.batch_ends``)
     rejects: list[pa.Table] = []
     first, answered, n_bytes = s.next_doc, [], 0
     _begin_part(s)
@@ -145,7 +144,7 @@ def answer(s: Session, chunks: Iterable[tuple[RawChunk, object]], part_mb: float
                 answered.append(_add(s, prepared))
         s.n_records += chunk.batch.num_rows
         n_bytes += chunk.n_bytes_read
-        if n_bytes >= budget and not chunks.ends_within(int(budget) // TAIL_PART):
+        if batch_ends(chunks, n_bytes, budget):
             yield _finish(s, first, answered, rejects)
             if not _keeps_statistics(s.settings):  # the next part needs none of this one's rows: memory follows a part
                 s.overlay.reset()
