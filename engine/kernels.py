@@ -1072,6 +1072,47 @@ def simhash_table_hits(old_values, keys, values, starts, shift, m, bits, i0, hit
     return i, n
 
 
+@njit(cache=True, nogil=True)
+def simhash_sorted_hits(old_values, masks, t, new_values, bits, j0, hit_old, hit_new):
+    """The (older position, batch position) pairs within ``bits`` bits that agree on table ``t``
+    and on no table before it, from batch value ``j0`` on, until the buffers would overflow:
+    returns ``(next j, n)`` (hits ``[:n]``; ``next j == new_values.size`` when done).
+    ``old_values`` are older simhashes sorted on the table's masked bits (``masks[t]``), so each
+    batch value finds the older ones sharing its key by one binary search, and reads them in a row."""
+    cap = hit_old.size
+    m = masks[t]
+    n_old = old_values.size
+    n = 0
+    j = j0
+    while j < new_values.size:
+        v = new_values[j]
+        km = v & m
+        a = 0
+        b = n_old
+        while a < b:
+            c = (a + b) >> 1
+            if (old_values[c] & m) < km:
+                a = c + 1
+            else:
+                b = c
+        e = a
+        while e < n_old and (old_values[e] & m) == km:
+            e += 1
+        if n + (e - a) > cap and n > 0:  # the key's candidates might not fit: hand these hits over
+            break
+        for p in range(a, e):
+            x = v ^ old_values[p]
+            ok = _popcount64(x) <= bits
+            for s in range(t):  # kept from the first table it agrees on only
+                if (x & masks[s]) == 0:
+                    ok = False
+            hit_old[n] = p
+            hit_new[n] = j
+            n += ok
+        j += 1
+    return j, n
+
+
 @njit(cache=True, inline="always")
 def _lower(keys, q, a, b):
     """The first position in ``keys[a:b]`` whose key is >= ``q`` (``b`` when none)."""

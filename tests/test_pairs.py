@@ -109,9 +109,10 @@ def _near_simhashes(data, n_max: int) -> list[int]:
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 7), st.data())
 def test_simhash_scan_finds_exactly_the_pairs_within_the_budget(bits, data):
-    """The scanned tables (``pairs.simhash``) against brute force: older documents read in steps,
-    candidates expanded in slices as small as one, the scan's hits handed over in buffers as small
-    as the batch allows, a pair agreeing on several tables kept once."""
+    """The scanned tables (``pairs.simhash``) against brute force: older documents read in steps or
+    held sorted on the tables (some or all of them), candidates expanded in slices as small as one,
+    the scan's hits handed over in buffers as small as the batch allows, a pair agreeing on several
+    tables kept once."""
     from neardup.pairs import simhash as scan
 
     values = _near_simhashes(data, 40)
@@ -122,9 +123,16 @@ def test_simhash_scan_finds_exactly_the_pairs_within_the_budget(bits, data):
     hi = len(values)
     default_hits = scan.HITS_STEP
     scan.HITS_STEP = data.draw(st.sampled_from([1, 2, default_hits]))  # the hit buffers: as small as one bucket
+    # the older documents below ``upto`` sorted on the tables (kept by an ingest from an earlier
+    # batch), the others read in steps; or every one read in steps
+    upto = data.draw(st.none() | st.integers(1, lo))
+    cache: dict | None = None
+    if upto is not None:
+        cache = {}
+        scan.sorted_old(con, "fp_simhash", upto, bits, cache)
     try:
         a, b, sim = scan.scan_pairs(con, "simhash", lo, hi, bits, budget=data.draw(st.sampled_from([1, 5, 10**6])),
-                                   step=data.draw(st.sampled_from([1, 3, scan.OLD_STEP])))
+                                   step=data.draw(st.sampled_from([1, 3, scan.OLD_STEP])), cache=cache)
     finally:
         scan.HITS_STEP = default_hits
     got = {(x, y): v for x, y, v in zip(a.tolist(), b.tolist(), sim.tolist())}
@@ -154,6 +162,45 @@ def test_simhash_pairs_by_postings_and_by_scan_are_the_same(tmp_path, monkeypatc
             assert want and set(found(con, m)) == want
 
 
+@pytest.mark.parametrize("sorted_docs", [0, 10**9])
+def test_an_ingest_of_many_batches_keeps_its_sorted_older_simhashes_and_finds_the_same_pairs(tmp_path, monkeypatch, sorted_docs):
+    """One input ingested as many scanned batches: the first sorts the older documents' simhashes on
+    the tables and the next ones use them (``simhash.SortedOld``), the documents the ingest added
+    since read as before; with none kept (``SORTED_OLD_DOCS`` 0) every batch reads them all. Both
+    give the brute-force pairs."""
+    import neardup.readers.base as base
+    from neardup.pairs import simhash as scan
+
+    monkeypatch.setattr(scan, "SCAN_RATIO", 10**9)
+    monkeypatch.setattr(scan, "SORTED_OLD_DOCS", sorted_docs)
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 4)
+    built = []
+    real = scan.SortedOld.__init__
+
+    def counting(self, ids, values, bits, upto):
+        built.append(upto)
+        real(self, ids, values, bits, upto)
+
+    monkeypatch.setattr(scan.SortedOld, "__init__", counting)
+    recs = corpus(n_base=10, variants=4, seed=5)
+    s = Settings(methods=("shingles", "minhash", "simhash"), pairs=("jaccard", "simhash"), simhash_bits=6)
+    idx = Index(tmp_path / "i")
+    ingest(idx, str(write_jsonl(tmp_path / "a.jsonl", recs[:7])), create_with=s)
+    src = tmp_path / "b"  # a file a record, read four records a chunk: a batch of about 1 KB each
+    src.mkdir()
+    for i, r in enumerate(recs[7:]):
+        write_jsonl(src / f"{i:03d}.jsonl", [r])
+    res = ingest(idx, str(src), batch_mb=0.001)
+    assert len(res.batch_ids) > 2
+    # sorted once, by the ingest's first batch, for the documents before it
+    assert built == ([8] if sorted_docs else [])
+    with idx.reader() as con:
+        h = dict(con.execute("SELECT doc_id, simhash FROM fp_simhash").fetchall())
+        docs = sorted(h)
+        want = {(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :] if bin(h[a] ^ h[b]).count("1") <= 6}
+        assert want and set(found(con, "simhash")) == want
+
+
 @pytest.mark.parametrize("fail_in", ["scan", "keyed"])
 def test_a_failing_simhash_scan_or_keyed_search_beside_it_leaves_the_index_as_it_was(tmp_path, monkeypatch, fail_in):
     """An ingest's simhash scan runs in a thread beside the keyed methods (``ScanBeside``): an error
@@ -176,7 +223,7 @@ def test_a_failing_simhash_scan_or_keyed_search_beside_it_leaves_the_index_as_it
         raise RuntimeError("injected")
 
     with monkeypatch.context() as m:
-        m.setattr(scan if fail_in == "scan" else pair_batch, "_against_old" if fail_in == "scan" else "_keyed_pairs", boom)
+        m.setattr(scan if fail_in == "scan" else pair_batch, "_scan" if fail_in == "scan" else "_keyed_pairs", boom)
         with pytest.raises(RuntimeError, match="injected"):
             ingest(idx, str(second))
     assert not [t for t in threading.enumerate() if t.name.startswith("neardup-simhash")]

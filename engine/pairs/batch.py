@@ -87,10 +87,11 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
     scans: dict[str, ScanBeside] = {}
     for m in methods:  # simhash tables of a batch that is not tiny against the index: scanned (pairs.simhash)
         if m in ("simhash", "simhash_hp") and m not in whole and use_scan(hi - lo + 1, _older(con, m, lo)):
+            held = values.sorted_simhashes if values is not None else None
             if beside:
-                scans[m] = ScanBeside(con, m, lo, hi, settings.simhash_bits, budget)
+                scans[m] = ScanBeside(con, m, lo, hi, settings.simhash_bits, budget, cache=held)
             else:
-                found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed))
+                found[m].append(scan_pairs(con, m, lo, hi, settings.simhash_bits, budget, timed, cache=held))
             whole.append(m)
     try:
         _keyed_pairs(con, postings, lo, hi, settings, methods, whole, keys, budget, found, timed,

@@ -139,6 +139,69 @@ def _against_old(s: _Sorted, old_ids: np.ndarray, old_values: np.ndarray, bits: 
                 out.append((old_ids[io[keep]], s.ids[s.order[t][ip[keep]]], np.bitwise_count(x[keep]).astype(np.int64)))
 
 
+#: older documents whose simhashes an ingest keeps sorted on every table, for its later batches
+#: (12 bytes a document and table: 120 MB for a million documents at 3 bits), at the default memory plan
+SORTED_OLD_DOCS = 2_000_000
+
+
+class SortedOld:
+    """The simhashes of the documents older than ``upto``, sorted on each table's masked bits, with
+    their ids: built once by an ingest's first scanned batch and kept for its next batches (the
+    older documents do not change; the ones an ingest adds itself are read as the scan reads them).
+
+    Each batch value then finds the older ones sharing its key by a binary search
+    (``kernels.simhash_sorted_hits``), where the scan looks up every older value among the batch's:
+    on the scale corpus's last part, 0.11 s against 0.45 s a batch of 33,000 documents against
+    867,000 (10 tables), once the tables are sorted (about 0.2 s, once per ingest)."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray, bits: int, upto: int):
+        self.upto = upto
+        self.masks = np.array(table_masks(bits), dtype=np.uint64)
+        self.tables = []
+        for m in self.masks:
+            o = np.argsort(values & m)
+            self.tables.append((np.ascontiguousarray(values[o]), ids[o].astype(np.uint32)))
+
+    def pairs(self, ids: np.ndarray, values: np.ndarray, bits: int, out: list) -> None:
+        """The pairs of the batch's simhashes ``values`` (documents ``ids``) with the older documents
+        held, as ``(older id, batch id, distance)`` parts appended to ``out``, each pair from the
+        first table it agrees on."""
+        from .. import kernels
+
+        values = np.ascontiguousarray(values, dtype=np.uint64)
+        cap = HITS_STEP
+        hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        for t, (old_values, old_ids) in enumerate(self.tables):
+            if old_values.size > cap:  # room for any one key's candidates
+                cap = old_values.size
+                hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
+            for n in kernels.resumed(kernels.simhash_sorted_hits, values.size,
+                                     (old_values, self.masks, t, values, bits), (hit_old, hit_new)):
+                if n:
+                    io, ip = hit_old[:n], hit_new[:n]
+                    d = np.bitwise_count(old_values[io] ^ values[ip]).astype(np.int64)
+                    out.append((old_ids[io].astype(np.int64), ids[ip], d))
+
+
+def sorted_old(con, table: str, lo: int, bits: int, cache: dict | None) -> SortedOld | None:
+    """The ``SortedOld`` of ``table`` held in ``cache`` (an ingest's, kept across its batches), built
+    for the documents below ``lo`` when there is none yet and they are at most ``SORTED_OLD_DOCS``
+    (scaled by the memory plan); None without a cache or past that."""
+    from .. import memory
+
+    if cache is None:
+        return None
+    held = cache.get(table)
+    if held is not None and held.upto <= lo:
+        return held
+    n_old = con.sql(f"SELECT count(*) FROM {table} WHERE doc_id < ?", params=[lo]).fetchall()[0][0]
+    if n_old == 0 or n_old > memory.current().scaled(SORTED_OLD_DOCS) or lo > 1 << 32:
+        return None
+    ids, values = _read(con, table, 0, lo - 1)
+    held = cache[table] = SortedOld(ids, values, bits, lo)
+    return held
+
+
 def _read(con, table: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
     """``(doc_id, simhash)`` of documents ``a..b`` of ``table``, ids ascending."""
     t = con.sql(f"SELECT doc_id, simhash FROM {table} WHERE doc_id >= ? AND doc_id <= ? ORDER BY doc_id",
@@ -147,15 +210,20 @@ def _read(con, table: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _scan(ids: np.ndarray, values: np.ndarray, read_old, lo: int, bits: int, budget: int, step: int,
-          timed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          timed, sorted_old: SortedOld | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of the batch's simhashes ``values`` (documents ``ids``) among themselves and with
-    the older documents ``0..lo-1``, read ``step`` ids at a time by ``read_old(a, b)``."""
+    the older documents ``0..lo-1``: those below ``sorted_old.upto`` through their sorted tables
+    (``SortedOld``), the others read ``step`` ids at a time by ``read_old(a, b)``."""
     masks = table_masks(bits)
     found: list = []
     if ids.size:
         s = timed(_Sorted, ids, values, masks)
         timed(_within_batch, s, bits, budget, found)
-        for start in range(0, lo, step):
+        first = 0
+        if sorted_old is not None and sorted_old.upto <= lo:
+            timed(sorted_old.pairs, ids, values, bits, found)
+            first = sorted_old.upto
+        for start in range(first, lo, step):
             old_ids, old_values = read_old(start, min(start + step, lo) - 1)
             if old_ids.size:
                 timed(_against_old, s, old_ids, old_values, bits, budget, found)
@@ -170,13 +238,16 @@ def _untimed(fn, *args):
 
 
 def scan_pairs(con, method: str, lo: int, hi: int, bits: int, budget: int,
-               timed=None, step: int = OLD_STEP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               timed=None, step: int = OLD_STEP, cache: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(doc_a, doc_b, similarity)`` of every pair within ``bits`` bits with ``doc_b`` in
     ``lo..hi`` and ``doc_a`` any earlier document of the catalog's ``fp_<method>`` (read ``step`` ids at a time;
-    ``budget``: candidates expanded at once)."""
+    ``budget``: candidates expanded at once; ``cache``: where the older documents' sorted tables
+    are kept from batch to batch, ``sorted_old``)."""
     table = f"fp_{method}"
+    timed = timed or _untimed
     ids, values = _read(con, table, lo, hi)
-    return _scan(ids, values, lambda a, b: _read(con, table, a, b), lo, bits, budget, step, timed or _untimed)
+    held = timed(sorted_old, con, table, lo, bits, cache) if ids.size else None
+    return _scan(ids, values, lambda a, b: _read(con, table, a, b), lo, bits, budget, step, timed, held)
 
 
 class ScanBeside:
@@ -189,12 +260,17 @@ class ScanBeside:
     raised; ``seconds`` is then the thread's own time. A caller that fails must still call
     ``result()`` (or ``abandon()``) before the catalog closes."""
 
-    def __init__(self, con, method: str, lo: int, hi: int, bits: int, budget: int, step: int = OLD_STEP):
+    def __init__(self, con, method: str, lo: int, hi: int, bits: int, budget: int, step: int = OLD_STEP,
+                 cache: dict | None = None):
         table = f"fp_{method}"
         ids, values = _read(con, table, lo, hi)
         cur = catalog.cursor(con)
-        self._job = Beside(lambda: _scan(ids, values, lambda a, b: _read(cur, table, a, b), lo, bits, budget, step, _untimed),
-                           f"neardup-{method}-scan", done=cur.close)
+
+        def run():
+            held = sorted_old(cur, table, lo, bits, cache) if ids.size else None
+            return _scan(ids, values, lambda a, b: _read(cur, table, a, b), lo, bits, budget, step, _untimed, held)
+
+        self._job = Beside(run, f"neardup-{method}-scan", done=cur.close)
 
     @property
     def seconds(self) -> float:

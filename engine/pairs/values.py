@@ -69,6 +69,9 @@ class ValueCache:
         self._var: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # least recently used first
         self.fixed: dict[str, FixedRows] = {}
         self.size = 0
+        #: the simhash scan's older documents sorted on its tables, by catalog table (``simhash.sorted_old``;
+        #: bounded by a document count of their own, not by ``limit``)
+        self.sorted_simhashes: dict = {}
 
     def _bytes(self, value) -> int:
         return (len(value) if isinstance(value, (bytes, bytearray)) else 64) + self.ENTRY_BYTES
