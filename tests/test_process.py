@@ -1,9 +1,10 @@
 """The CLI process's set-up: ``import neardup`` loads no array library, so ``neardup.cli`` sets
-glibc's malloc to one arena (``neardup.memory.one_malloc_arena``) before numpy, Arrow and DuckDB
-start their threads."""
+glibc's malloc to one arena (``neardup.memory.one_malloc_arena``) and numpy's OpenBLAS to one
+thread before numpy, Arrow and DuckDB start their threads."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -23,8 +24,8 @@ ctypes.CDLL(None).malloc_stats()
 """
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+def _run(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_importing_neardup_or_its_cli_package_loads_no_array_library():
@@ -42,3 +43,24 @@ def test_the_cli_process_allocates_from_one_malloc_arena():
     assert tuned.returncode == 0 and plain.returncode == 0, tuned.stderr + plain.stderr
     assert tuned.stderr.count("Arena ") == 1, tuned.stderr
     assert plain.stderr.count("Arena ") > 1  # the check can tell the two apart
+
+
+_THREADS = """
+import os
+{setup}
+import numpy
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2, reason="threads counted in /proc, on 2+ cores")
+def test_the_cli_process_starts_no_blas_threads_unless_the_user_asks():
+    """numpy's OpenBLAS starts a thread per core at import; with ``neardup.cli`` imported first it
+    starts none, and a value the user set is kept."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    tuned = _run(_THREADS.format(setup="import neardup.cli"), env).stdout.split()
+    plain = _run(_THREADS.format(setup=""), env).stdout.split()
+    asked = _run(_THREADS.format(setup="import neardup.cli"), {**env, "OPENBLAS_NUM_THREADS": "2"}).stdout.split()
+    assert tuned == ["1", "1"]
+    assert int(plain[0]) > 1  # the check can tell the two apart
+    assert asked[1] == "2"
