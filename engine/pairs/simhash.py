@@ -183,17 +183,26 @@ class SortedOld:
                     out.append((old_ids[io].astype(np.int64), ids[ip], d))
 
 
+#: the held tables are sorted again, for every document below the batch, once the documents added
+#: since they were sorted (read as the scan reads them) reach this share of those held: an input of
+#: many batches sorts about twice its documents in all, and no batch reads more than a third of
+#: its older documents' simhashes
+RESORT_SHARE = 0.5
+
+
 def sorted_old(con, table: str, lo: int, bits: int, cache: dict | None) -> SortedOld | None:
     """The ``SortedOld`` of ``table`` held in ``cache`` (an ingest's, kept across its batches), built
-    for the documents below ``lo`` when there is none yet and they are at most ``SORTED_OLD_DOCS``
-    (scaled by the memory plan); None without a cache or past that."""
+    for the documents below ``lo`` when there is none yet, or when those added since reach
+    ``RESORT_SHARE`` of those held, and they are at most ``SORTED_OLD_DOCS`` (scaled by the memory
+    plan); None without a cache or past that."""
     from .. import memory
 
     if cache is None:
         return None
     held = cache.get(table)
-    if held is not None and held.upto <= lo:
+    if held is not None and held.upto <= lo and lo - held.upto < RESORT_SHARE * held.upto:
         return held
+    cache.pop(table, None)
     n_old = con.sql(f"SELECT count(*) FROM {table} WHERE doc_id < ?", params=[lo]).fetchall()[0][0]
     if n_old == 0 or n_old > memory.current().scaled(SORTED_OLD_DOCS) or lo > 1 << 32:
         return None
