@@ -151,8 +151,8 @@ class SortedOld:
 
     Each batch value then finds the older ones sharing its key by a binary search
     (``kernels.simhash_sorted_hits``), where the scan looks up every older value among the batch's:
-    on the scale corpus's last part, 0.11 s against 0.45 s a batch of 33,000 documents against
-    867,000 (10 tables), once the tables are sorted (about 0.2 s, once per ingest)."""
+    a batch of 33,000 documents of the scale corpus against the 867,000 before it (10 tables) took
+    0.28 s against 0.58 s, and 0.51 s when it sorted them first (``benchmarks/simhash_scan.py``)."""
 
     def __init__(self, ids: np.ndarray, values: np.ndarray, bits: int, upto: int):
         self.upto = upto
@@ -219,9 +219,9 @@ def _read(con, table: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _scan(ids: np.ndarray, values: np.ndarray, read_old, lo: int, bits: int, budget: int, step: int,
-          timed, sorted_old: SortedOld | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          timed, held: SortedOld | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of the batch's simhashes ``values`` (documents ``ids``) among themselves and with
-    the older documents ``0..lo-1``: those below ``sorted_old.upto`` through their sorted tables
+    the older documents ``0..lo-1``: those below ``held.upto`` through their sorted tables
     (``SortedOld``), the others read ``step`` ids at a time by ``read_old(a, b)``."""
     masks = table_masks(bits)
     found: list = []
@@ -229,9 +229,9 @@ def _scan(ids: np.ndarray, values: np.ndarray, read_old, lo: int, bits: int, bud
         s = timed(_Sorted, ids, values, masks)
         timed(_within_batch, s, bits, budget, found)
         first = 0
-        if sorted_old is not None and sorted_old.upto <= lo:
-            timed(sorted_old.pairs, ids, values, bits, found)
-            first = sorted_old.upto
+        if held is not None and held.upto <= lo:
+            timed(held.pairs, ids, values, bits, found)
+            first = held.upto
         for start in range(first, lo, step):
             old_ids, old_values = read_old(start, min(start + step, lo) - 1)
             if old_ids.size:
