@@ -641,7 +641,7 @@ def run(args: argparse.Namespace) -> None:
                "mb_per_s": round(mb / wall, 2), "docs_per_s": round(sum(p["docs"] for p in ps) / wall),
                "peak_rss_mb": round(usage.ru_maxrss / 1024), "peak_anon_mb": peaks["RssAnon"] // 1024,
                "peak_file_mb": peaks["RssFile"] // 1024, "user_s": round(usage.ru_utime, 1), "sys_s": round(usage.ru_stime, 1),
-               "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
+               "minor_faults": usage.ru_minflt, "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
         rows.append(row)
         print("  ".join(f"{k}={v}" for k, v in row.items() if k != "input"), flush=True)
     log.close()
@@ -654,6 +654,7 @@ def run(args: argparse.Namespace) -> None:
         wr.writeheader()
         wr.writerows(rows)
     print_table(rows, keys)
+    print(summary(rows))
     plot(rows, Path(args.plot or results / f"scale-{args.batches}.png"), f"{manifest['docs']:,} docs corpus, {args.batches} batch(es)")
     print(f"-> {out_csv}")
 
@@ -673,8 +674,24 @@ def _sample_rss(pid: int, peaks: dict) -> None:
         time.sleep(0.05)
 
 
+def summary(rows: list[dict]) -> str:
+    """The run in one line: its time, the flatness target's measure (the slowest batch against the
+    first), and the CPU of the first and last batches. The system CPU is shown apart because on a
+    shared VM its cost per page fault changes with the machine's state, not with the engine
+    (docs/benchmarks.md, the twenty-fourth and twenty-fifth sessions), while the user CPU follows
+    the work a batch does."""
+    wall = [r["wall_s"] for r in rows]
+    first, last = rows[0], rows[-1]
+    line = (f"{len(rows)} batch(es) in {sum(wall):.1f} s; slowest / first {max(wall) / wall[0]:.2f}x (batch "
+            f"{wall.index(max(wall))}); peak RSS {max(r['peak_rss_mb'] for r in rows):,} MB")
+    if len(rows) > 1:
+        line += (f"; user CPU {first['user_s']} -> {last['user_s']} s, system CPU {first['sys_s']} -> {last['sys_s']} s, "
+                 f"minor faults {first['minor_faults']:,} -> {last['minor_faults']:,} (first -> last batch)")
+    return line
+
+
 def print_table(rows: list[dict], keys: list[str]) -> None:
-    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "exit")]
+    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "exit")]
     widths = [max(len(k), *(len(str(r.get(k, 0))) for r in rows)) for k in keys]
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
     for r in rows:
