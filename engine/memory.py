@@ -20,8 +20,11 @@ Pages of the postings the process maps while it reads them are file-backed
 but counted in the resident size until released: the run files
 (``store.runs``) are read ``LOOKUP_SPAN`` entries at a time (about 48 MB
 mapped) and released in between, LMDB's after every 2,048 keys or values
-read and 16,384 records written. What it does not bound: a single document
-or posting list larger than a slice (a slice holds at least one document).
+read and 16,384 records written. The catalog file's pages are dropped from
+the page cache after each checkpoint (``store.catalog.drop_cached``): not
+the process's memory, but the machine's. What it does not bound: a single
+document or posting list larger than a slice (a slice holds at least one
+document).
 docs/benchmarks.md has the peak resident sizes measured at several sizes.
 """
 

@@ -136,3 +136,57 @@ def test_an_ingest_process_keeps_freed_memory_for_reuse_within_its_plan(monkeypa
         assert calls[-1] == (-1, KEEP_FREED)
     a = pa.array(["x" * 1000] * 1000)  # allocations still work through it
     assert pa.compute.utf8_length(a).to_pylist() == [1000] * 1000
+
+
+def _resident_pages(path) -> int:
+    """Pages of ``path`` in the page cache (``mincore`` on a private mapping of the file)."""
+    import ctypes
+    import mmap
+    import os
+
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte))
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_COPY)
+        try:
+            n = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+            vec = (ctypes.c_ubyte * n)()
+            start = ctypes.c_char.from_buffer(mm)
+            try:
+                assert libc.mincore(ctypes.addressof(start), size, vec) == 0, ctypes.get_errno()
+            finally:
+                del start
+            return sum(v & 1 for v in vec)
+        finally:
+            mm.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "posix_fadvise"), reason="no posix_fadvise on this platform")
+def test_an_ingest_leaves_the_catalog_file_out_of_the_page_cache(tmp_path):
+    """A writer drops the catalog file's written pages from the page cache after its checkpoints
+    (``catalog.drop_cached``): they would otherwise fill it with the texts and rows of every batch."""
+    import os
+
+    from neardup.store import catalog
+
+    control = tmp_path / "control"  # where the file system keeps written pages anyway (tmpfs), skip
+    control.write_bytes(os.urandom(1 << 20))
+    with open(control, "rb+") as fh:
+        os.fsync(fh.fileno())
+    assert _resident_pages(control) > 0
+    catalog.drop_cached(control)
+    if _resident_pages(control):
+        pytest.skip("this file system keeps written pages cached")
+
+    idx = Index(tmp_path / "i")
+    src = str(FIXTURES / "crawl" / "sample.warc.gz")
+    res = ingest(idx, src)
+    path = idx.catalog_path
+    assert path.stat().st_size > 0 and _resident_pages(path) == 0
+    # nothing is lost: the catalog reads back (into the cache again) what the ingest wrote
+    with idx.reader() as con:
+        assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == res.n_docs > 0
+    assert _resident_pages(path) > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,32 @@ def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.Du
         if err is None:
             raise NeardupError(f"{path}: cannot open the catalog: {msg}") from exc
         raise err from exc
+
+
+def drop_cached(path: Path) -> bool:
+    """Ask the kernel to drop the catalog file's cached pages that are written out (``POSIX_FADV_DONTNEED``;
+    pages still dirty stay). A writer calls it after each checkpoint: what a batch writes to the catalog
+    (its texts and fingerprint rows, gigabytes over a large index) is read back rarely and in blocks
+    DuckDB's own buffer pool keeps, while the page cache it would fill makes every fresh page of the
+    process cost more on this project's VM as the cache grows (the kernel's share of a late part of the
+    million-document benchmark doubled with the index's pages cached). With the drop, the million's
+    ten parts took 51-63 s of system CPU in all against 73-83 s without, in runs taking turns
+    (docs/benchmarks.md, the twenty-fifth session). Returns whether the advice was given (not where
+    the platform lacks ``posix_fadvise``)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:

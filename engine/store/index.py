@@ -349,16 +349,19 @@ class Writer:
             self.con.execute("CHECKPOINT")
 
     def checkpoint(self) -> None:
-        """Write DuckDB's log into the catalog file (a copy of ``catalog.duckdb`` alone is then whole)."""
+        """Write DuckDB's log into the catalog file (a copy of ``catalog.duckdb`` alone is then whole),
+        then drop the file's pages from the page cache (``catalog.drop_cached``)."""
         if self.con is not None:
             self.con.execute("CHECKPOINT")
+            catalog.drop_cached(self.index.catalog_path)
 
     @contextlib.contextmanager
     def checkpoint_beside(self) -> Iterator[None]:
         """Checkpoint the catalog in a thread while the body runs, when its log has passed
         ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone): after a batch's
         commit, beside the LMDB write of its postings. The body must not use ``con``; the checkpoint
-        is waited for when it ends (and its error, if any, raised then, after the body's own)."""
+        is waited for when it ends (and its error, if any, raised then, after the body's own); the
+        catalog file's pages are then dropped from the page cache (``catalog.drop_cached``)."""
         import threading
 
         wal = Path(str(self.index.catalog_path) + ".wal")
@@ -388,6 +391,7 @@ class Writer:
         if failed:
             with storage.guard(self.index.catalog_path, "checkpointing the catalog", KEEPS_CHECKPOINT, index=self.index.path):
                 raise failed[0]
+        catalog.drop_cached(self.index.catalog_path)
 
     def close(self, quiet: bool = False) -> None:
         """Close the postings and the catalog connection; ``quiet``: ignore errors doing so (the
