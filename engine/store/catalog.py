@@ -70,9 +70,9 @@ def drop_cached(path: Path) -> bool:
     """Ask the kernel to drop the catalog file's cached pages that are written out (``POSIX_FADV_DONTNEED``;
     pages still dirty stay). A writer calls it after each checkpoint: what a batch writes to the catalog
     (its texts and fingerprint rows, gigabytes over a large index) is read back rarely and in blocks
-    DuckDB's own buffer pool keeps, while the page cache it would fill makes every fresh page of the
-    process cost more on this project's VM as the cache grows (the kernel's share of a late part of the
-    million-document benchmark doubled with the index's pages cached). With the drop, the million's
+    DuckDB's own buffer pool keeps, while the page cache it would fill made every fresh page of the
+    process cost more on the benchmark machine (a VM) as the cache grew (the kernel's share of a late
+    part of the million-document benchmark doubled with the index's pages cached). With the drop, the million's
     ten parts took 51-63 s of system CPU in all against 73-83 s without, in runs taking turns
     (docs/benchmarks.md, the twenty-fifth session). Returns whether the advice was given (not where
     the platform lacks ``posix_fadvise``)."""
