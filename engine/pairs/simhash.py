@@ -169,12 +169,9 @@ class SortedOld:
         from .. import kernels
 
         values = np.ascontiguousarray(values, dtype=np.uint64)
-        cap = HITS_STEP
+        cap = max(HITS_STEP, self.tables[0][0].size)  # room for any one key's candidates (every table holds them all)
         hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
         for t, (old_values, old_ids) in enumerate(self.tables):
-            if old_values.size > cap:  # room for any one key's candidates
-                cap = old_values.size
-                hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
             for n in kernels.resumed(kernels.simhash_sorted_hits, values.size,
                                      (old_values, self.masks, t, values, bits), (hit_old, hit_new)):
                 if n:
