@@ -241,8 +241,11 @@ class Settings:
 
     def check_overrides(self, overrides: dict[str, Any]) -> None:
         """Raise when an explicitly given setting differs from the stored one."""
-        stored = self.to_dict()
-        given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in overrides.items() if v is not None}
+        def plain(v):  # a sequence compares as a list, whether given or stored as a tuple
+            return list(v) if isinstance(v, tuple) else v
+
+        stored = {k: plain(v) for k, v in self.to_dict().items()}
+        given = {k: plain(v) for k, v in overrides.items() if v is not None}
         bad = {k: v for k, v in given.items() if stored.get(k) != v}
         if bad:
             desc = ", ".join(f"{k}={v!r} (index has {stored.get(k)!r})" for k, v in bad.items())

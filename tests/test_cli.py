@@ -136,6 +136,19 @@ def test_init_then_settings_conflict(tmp_path):
     assert r.exit_code == 0 and "1 added" in r.output
 
 
+def test_list_settings_given_again_on_an_existing_index_match(tmp_path):
+    """--pairs and --keep-clusters repeated as the index was made with them are accepted; another value is not."""
+    idx = str(tmp_path / "i")
+    same = ["--pairs", "jaccard", "--keep-clusters", "components"]
+    first = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])
+    second = write_jsonl(tmp_path / "b.jsonl", [{"url": "b", "text": words_text(20, 7)}])
+    assert invoke("ingest", "--index", idx, *same, str(first)).exit_code == 0
+    r = invoke("ingest", "--index", idx, *same, str(second))
+    assert r.exit_code == 0 and "1 added" in r.output
+    r = invoke("ingest", "--index", idx, "--pairs", "jaccard,simhash", str(second))
+    assert r.exit_code == 2 and "pairs=" in r.output
+
+
 def test_sql_refuses_writes_and_reports_bad_queries(tmp_path):
     idx = str(tmp_path / "i")
     invoke("ingest", "--index", idx, str(write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])))
