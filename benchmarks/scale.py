@@ -58,6 +58,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -627,7 +628,8 @@ def run(args: argparse.Namespace) -> None:
     for b, (inp, ps) in enumerate(zip(inputs, batch_parts)):
         mb = sum(p["text_bytes"] for p in ps) / 1e6
         t = time.perf_counter()
-        proc = subprocess.Popen([*neardup_cmd(), "ingest", "--index", str(index), "--quiet", inp], stdout=log, stderr=log)
+        proc = subprocess.Popen([*neardup_cmd(), "ingest", "--index", str(index), "--quiet", *shlex.split(args.ingest_args), inp],
+                                stdout=log, stderr=log)
         peaks = {"RssAnon": 0, "RssFile": 0}
         watch = threading.Thread(target=_sample_rss, args=(proc.pid, peaks), daemon=True)
         watch.start()
@@ -745,6 +747,8 @@ def main() -> None:
     r.add_argument("--results", default=str(HERE / "results"))
     r.add_argument("--plot", default=None, help="PNG path (default RESULTS/scale-<batches>.png)")
     r.add_argument("--overwrite", action="store_true", help="delete a non-empty --index first")
+    r.add_argument("--ingest-args", default="", help="more options for every `neardup ingest`, e.g. '--pairs jaccard' "
+                   "(settings other than the defaults: to tell which part of the work grows with the index)")
     args = ap.parse_args()
     build(args) if args.cmd == "build" else run(args)
 
