@@ -656,7 +656,7 @@ def run(args: argparse.Namespace) -> None:
         wr.writeheader()
         wr.writerows(rows)
     print_table(rows, keys)
-    print(summary(rows))
+    print(summary(rows) + (f"; ingest options: {args.ingest_args}" if args.ingest_args else ""))
     plot(rows, Path(args.plot or results / f"scale-{args.batches}.png"), f"{manifest['docs']:,} docs corpus, {args.batches} batch(es)")
     print(f"-> {out_csv}")
 
