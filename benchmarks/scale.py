@@ -675,8 +675,8 @@ def settle(limit: float) -> float | None:
     Why: on a virtual machine with free page reporting, a page the guest has just freed is still
     backed by the host, and a page it reported is not, so the first touch of a reported page costs a
     host fault as well. Right after the page cache is dropped, gigabytes of free pages are still
-    backed: a first batch started then spends a third of the system CPU of a later batch on the
-    same work, and the ratio of the slowest batch to the first measures the drop, not the engine
+    backed: a first batch started then spends little over a third of the system CPU it spends on
+    the same work later, and the ratio of the slowest batch to the first measures the drop, not the engine
     (docs/benchmarks.md, twenty-sixth session)."""
     if limit <= 0:
         return None
