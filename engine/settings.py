@@ -229,9 +229,8 @@ class Settings:
         return any(m not in SPANLESS_METHODS for m in self.methods)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["methods"] = list(self.methods)
-        return d
+        """The settings as JSON values: every sequence (methods, pairs, clusters) a list."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Settings:
@@ -241,11 +240,8 @@ class Settings:
 
     def check_overrides(self, overrides: dict[str, Any]) -> None:
         """Raise when an explicitly given setting differs from the stored one."""
-        def plain(v):  # a sequence compares as a list, whether given or stored as a tuple
-            return list(v) if isinstance(v, tuple) else v
-
-        stored = {k: plain(v) for k, v in self.to_dict().items()}
-        given = {k: plain(v) for k, v in overrides.items() if v is not None}
+        stored = self.to_dict()  # sequences as lists, like the given ones below
+        given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in overrides.items() if v is not None}
         bad = {k: v for k, v in given.items() if stored.get(k) != v}
         if bad:
             desc = ", ".join(f"{k}={v!r} (index has {stored.get(k)!r})" for k, v in bad.items())
