@@ -46,8 +46,6 @@ from operator import itemgetter
 
 import numpy as np
 
-from . import concept_kernels
-
 #: search nodes an anchor may visit; each visited node costs a few bit operations per neighbour
 #: (with 300 neighbours, about 0.8 µs compiled, 18 µs in the Python reference). On the real two-release site one anchor needed 28,196 nodes
 #: for its 578 maximal sets: at 20,000 it was truncated, and the clusters then depended on the
@@ -111,6 +109,8 @@ def mine_anchor(q: int, sq: np.ndarray, neighbours: Mapping[int, np.ndarray], k:
         if is_new(docs[i]):
             new[i + 1] = True
     vals, lens = _values(parts)
+    from . import concept_kernels  # numba: imported where first used, not on the CLI's start-up path
+
     found = concept_kernels.mine_anchor(vals, lens, np.array([q, *docs], dtype=np.int64), new, k, budget, MAX_SETS)
     return _concepts(found, [sq.dtype])
 
@@ -137,6 +137,8 @@ def mine_anchors(anchors: Iterable[int], sketches: Mapping[int, np.ndarray], nei
     docs = list(pos)
     new = np.fromiter(map(is_new, docs), dtype=np.bool_, count=len(docs))
     vals, lens = _values(parts)
+    from . import concept_kernels
+
     found = concept_kernels.mine_anchors(vals, lens, np.array(docs, dtype=np.int64), new, np.array(anchor_pos, dtype=np.int64),
                                          np.array(nb_off, dtype=np.int64), np.array(nb, dtype=np.int64), k, budget, MAX_SETS)
     return _concepts(found, [np.asarray(parts[a]).dtype for a in anchor_pos])
@@ -154,6 +156,8 @@ def mine_anchor_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, 
     if anchors.size == 0:
         return []
     docs = np.asarray(docs, dtype=np.int64)
+    from . import concept_kernels
+
     found = concept_kernels.mine_anchors(np.ascontiguousarray(vals, dtype=np.uint64), np.asarray(lens, dtype=np.int64), docs,
                                          np.asarray(new, dtype=np.bool_), np.searchsorted(docs, anchors).astype(np.int64),
                                          np.asarray(nb_off, dtype=np.int64), np.searchsorted(docs, nb).astype(np.int64),
