@@ -356,17 +356,18 @@ class Writer:
             catalog.drop_cached(self.index.catalog_path)
 
     @contextlib.contextmanager
-    def checkpoint_beside(self) -> Iterator[None]:
+    def checkpoint_beside(self, last: bool = False) -> Iterator[None]:
         """Checkpoint the catalog in a thread while the body runs, when its log has passed
-        ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone): after a batch's
-        commit, beside the LMDB write of its postings. The body must not use ``con``; the checkpoint
+        ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone) or the batch is
+        the ``last`` of the write (whose end checkpoints, alone: it then finds nothing to write): after
+        a batch's commit, beside the LMDB write of its postings. The body must not use ``con``; the checkpoint
         is waited for when it ends (and its error, if any, raised then, after the body's own); the
         catalog file's pages are then dropped from the page cache (``catalog.drop_cached``)."""
         import threading
 
         wal = Path(str(self.index.catalog_path) + ".wal")
         try:
-            due = self.con is not None and wal.stat().st_size > LOG_CHECKPOINT
+            due = self.con is not None and (last or wal.stat().st_size > LOG_CHECKPOINT)
         except OSError:
             due = False
         if not due:
