@@ -64,3 +64,33 @@ def test_sorted_distinct_pairs(rows):
     want = sorted(set(zip(keys.tolist(), docs.tolist())))
     assert list(zip(k.tolist(), d.tolist())) == want
     assert k.dtype == np.uint64 and d.dtype == np.uint64
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 40)), max_size=400), st.integers(1, 12),
+       st.integers(0, 3))
+def test_bucket_sort_of_pairs_at_any_bucket_count(rows, bits, repeat):
+    """The compiled bucket sort at any number of buckets (few: large buckets, sorted by the merge
+    path; many: small ones, by insertion) gives the distinct rows in order, for keys anywhere in the
+    uint64 range, repeated rows and a key held by many docs included."""
+    from neardup import sort_kernels
+
+    rows = rows + rows[: repeat * 5] + [(rows[0][0] if rows else 7, d) for d in range(repeat * 20, 0, -1)]
+    keys = np.array([k for k, _ in rows], dtype=np.uint64)
+    docs = np.array([d for _, d in rows], dtype=np.uint64)
+    k, d = sort_kernels.sorted_distinct_pairs(keys, docs, bits)
+    assert list(zip(k.tolist(), d.tolist())) == sorted(set(rows))
+
+
+def test_sorted_distinct_pairs_of_many_rows():
+    """Hash-like keys over many buckets, with frame-like keys held by thousands of docs."""
+    rng = np.random.default_rng(5)
+    keys = np.concatenate([rng.integers(0, 2**63, 50_000, dtype=np.uint64) * np.uint64(2), np.full(3_000, 12345, np.uint64),
+                           np.full(3_000, 2**64 - 1, np.uint64)])
+    docs = rng.integers(0, 10_000, keys.size, dtype=np.uint64)
+    k, d = sorted_distinct_pairs(keys, docs)
+    o = np.lexsort((docs, keys))
+    sk, sd = keys[o], docs[o]
+    keep = np.ones(sk.size, dtype=bool)
+    keep[1:] = (sk[1:] != sk[:-1]) | (sd[1:] != sd[:-1])
+    assert np.array_equal(k, sk[keep]) and np.array_equal(d, sd[keep])

@@ -1,0 +1,88 @@
+"""Sorting ``(key, doc)`` rows by a compiled bucket sort (numba, cached).
+
+A batch's postings are millions of such rows whose keys are hash values
+(sketch values, band keys, URL hashes), so their leading bits spread the
+rows evenly: one counting pass places every row in one of about ``n / 4``
+buckets by those bits, and each bucket, a handful of rows, is sorted on its
+own. On the documentation site's 1.7 million concept postings
+(``neardup.neighbours.postings_of``) that took 0.025 s against 0.14-0.27 s
+for numpy's sort of the keys followed by a sort of each run of equal keys
+(``arrays.sorted_distinct_pairs`` before). Keys that are not spread (a
+value held by thousands of documents lands in one bucket) only make some
+buckets large: a large bucket is sorted by a merge sort of its keys and a
+sort of the documents of each key, so no input is quadratic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+#: a bucket of more rows than this is sorted by a merge sort, not by insertion
+SMALL_BUCKET = 32
+
+
+@njit(cache=True, nogil=True)
+def _sort_bucket(ok, od, lo, hi):
+    """Sort rows ``lo:hi`` of ``(ok, od)`` in place by key, then doc."""
+    if hi - lo <= SMALL_BUCKET:
+        for i in range(lo + 1, hi):
+            k = ok[i]
+            d = od[i]
+            j = i - 1
+            while j >= lo and (ok[j] > k or (ok[j] == k and od[j] > d)):
+                ok[j + 1] = ok[j]
+                od[j + 1] = od[j]
+                j -= 1
+            ok[j + 1] = k
+            od[j + 1] = d
+        return
+    order = np.argsort(ok[lo:hi], kind="mergesort")
+    keys = ok[lo:hi][order]
+    docs = od[lo:hi][order]
+    start = 0
+    for i in range(1, keys.size + 1):
+        if i == keys.size or keys[i] != keys[start]:
+            if i - start > 1:
+                docs[start:i].sort()
+            start = i
+    ok[lo:hi] = keys
+    od[lo:hi] = docs
+
+
+@njit(cache=True, nogil=True)
+def sorted_distinct_pairs(keys, docs, bits):
+    """The distinct rows ``(keys[i], docs[i])`` (uint64 both), sorted by key then doc: ``2**bits``
+    buckets by the keys' leading bits (1 <= bits <= 63)."""
+    n = keys.size
+    shift = uint64(64 - bits)
+    nb = np.int64(1) << np.int64(bits)
+    starts = np.zeros(nb + 1, np.int64)
+    for i in range(n):
+        starts[np.int64(keys[i] >> shift) + 1] += 1
+    for b in range(nb):
+        starts[b + 1] += starts[b]
+    pos = starts[:-1].copy()
+    ok = np.empty(n, np.uint64)
+    od = np.empty(n, np.uint64)
+    for i in range(n):
+        b = np.int64(keys[i] >> shift)
+        p = pos[b]
+        ok[p] = keys[i]
+        od[p] = docs[i]
+        pos[b] = p + 1
+    for b in range(nb):
+        if starts[b + 1] - starts[b] > 1:
+            _sort_bucket(ok, od, starts[b], starts[b + 1])
+    m = 0
+    for i in range(n):
+        if m == 0 or ok[i] != ok[m - 1] or od[i] != od[m - 1]:
+            ok[m] = ok[i]
+            od[m] = od[i]
+            m += 1
+    return ok[:m], od[:m]
+
+
+def bucket_bits(n: int) -> int:
+    """Buckets for ``n`` rows: about four rows each, between 2 and 2**24 buckets."""
+    return int(min(24, max(1, int(n).bit_length() - 2)))
