@@ -362,7 +362,7 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
     stage(batch_id, "postings")
     # the catalog's log, written by the commit, goes to its file meanwhile (the reading ahead has
     # already told whether the input has more: a batch ends early only with more than a tail left)
-    with w.checkpoint_beside(last=chunks.exhausted()):
+    with w.checkpoint_beside(last=writing if chunks.exhausted() else None):
         w.finish_batch(batch_id, writing, timings=res.timings)
     crashpoint("after-batch")
     # the commit's and the postings' seconds, known only now: kept apart from the batch's rows (a

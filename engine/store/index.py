@@ -288,9 +288,18 @@ class PostingsWrite:
         from ..pipeline import Beside
 
         self._committed = threading.Event()
+        #: set once the write has passed its last crash point before LMDB's commit (or has ended)
+        self.filled = threading.Event()
         self._ok = False
         self._passed = False
-        self._job = Beside(lambda: writer.apply_postings(batch_id, postings, self._ready), "neardup-postings")
+
+        def write() -> None:
+            try:
+                writer.apply_postings(batch_id, postings, self._ready)
+            finally:
+                self.filled.set()
+
+        self._job = Beside(write, "neardup-postings")
 
     def _ready(self) -> None:
         from ..faults import crashpoint
@@ -301,6 +310,9 @@ class PostingsWrite:
         if not self._passed:  # the crash point once, even when a full map makes the write start again
             self._passed = True
             crashpoint("duckdb-after-commit")
+        # (LMDB's crash point "lmdb-before-commit" follows at once, in this thread, which holds the
+        # interpreter's lock until then: a checkpoint waiting for this cannot start before it)
+        self.filled.set()
 
     def catalog_committed(self) -> None:
         self._ok = True
@@ -356,21 +368,24 @@ class Writer:
             catalog.drop_cached(self.index.catalog_path)
 
     @contextlib.contextmanager
-    def checkpoint_beside(self, last: bool = False) -> Iterator[None]:
+    def checkpoint_beside(self, last: "PostingsWrite | None" = None) -> Iterator[None]:
         """Checkpoint the catalog in a thread while the body runs, when its log has passed
-        ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone) or the batch is
-        the ``last`` of the write (whose end checkpoints, alone: it then finds nothing to write): after
-        a batch's commit, beside the LMDB write of its postings. The body must not use ``con``; the checkpoint
-        is waited for when it ends (and its error, if any, raised then, after the body's own); the
-        catalog file's pages are then dropped from the page cache (``catalog.drop_cached``)."""
+        ``LOG_CHECKPOINT`` (the next statement would otherwise checkpoint it, alone): after a
+        batch's commit, beside the LMDB write of its postings. ``last``: the postings write of the
+        last batch of the write, whose end checkpoints, alone: then the log is checkpointed whatever
+        its size, once that write has passed its crash points (``PostingsWrite.filled``), beside its
+        LMDB commit (a crash there leaves the log as it leaves it without this). The body must not use
+        ``con``; the checkpoint is waited for when it ends (and its error, if any, raised then, after
+        the body's own); the catalog file's pages are then dropped from the page cache
+        (``catalog.drop_cached``)."""
         import threading
 
         wal = Path(str(self.index.catalog_path) + ".wal")
         try:
-            due = self.con is not None and (last or wal.stat().st_size > LOG_CHECKPOINT)
+            big = self.con is not None and wal.stat().st_size > LOG_CHECKPOINT
         except OSError:
-            due = False
-        if not due:
+            big = False
+        if not big and (last is None or self.con is None):
             yield
             return
         cur = catalog.cursor(self.con)
@@ -378,6 +393,8 @@ class Writer:
 
         def run() -> None:
             try:
+                if not big and last is not None:
+                    last.filled.wait()
                 cur.execute("CHECKPOINT")
             except BaseException as exc:  # raised by the caller's thread below
                 failed.append(exc)
