@@ -266,3 +266,32 @@ def test_fast_and_line_by_line_jsonl_paths_agree(kinds, final_newline):
     ref = b.take()
     assert got_rows == ref.batch.to_pylist()
     assert sorted(got_rej) == sorted((r.record, r.reason) for r in ref.rejects)
+
+
+_CHARS = st.sampled_from(["a", "b", "u", "0", "1", "7", "f", "F", "\\", '"', " ", "\n", "\t", "\x00", "\x01", "\x08", "\x0b",
+                          "\x0c", "\x0e", "\x1f", "\x7f", "\x80", "é", "\u2028"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_CHARS, max_size=12).map("".join), min_size=1, max_size=12), st.booleans())
+def test_jsonl_fast_path_rejects_the_control_lines_the_line_by_line_path_does(texts, ascii_escapes):
+    """Control characters reach a text through JSON escapes (``\\u0001``, ``\\b``) or as a raw DEL;
+    the fast path looks for them only on the lines whose bytes allow one, and must still reject
+    exactly the lines the line-by-line path rejects, with the same reasons (escaped backslashes
+    and ``u00`` look-alikes included)."""
+    import json
+
+    from neardup.readers.base import ChunkBuilder
+    from neardup.readers.jsonl import _fast_block, _line_ends, _one_line
+
+    lines = [json.dumps({"url": f"u{i}", "text": t}, ensure_ascii=ascii_escapes).encode() for i, t in enumerate(texts)]
+    block = b"\n".join(lines) + b"\n"
+    opts = ReadOptions()
+    fast = _fast_block(block, 0, "s", opts, _line_ends(block))
+    assert fast is not None  # every line is valid JSON with a string text
+    slow = ChunkBuilder("s")
+    for n, line in enumerate(lines, start=1):
+        _one_line(slow, line, n, "s", opts)
+    want = slow.take()
+    assert [(r.record, r.reason) for r in fast.rejects] == [(r.record, r.reason) for r in want.rejects]
+    assert fast.batch.column("content").to_pylist() == want.batch.column("content").to_pylist()

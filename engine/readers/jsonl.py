@@ -100,8 +100,11 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, e
     if table.num_rows != n_lines:  # Arrow skips blank lines: rows would not map to lines
         return None
     text = table.column(opts.text_field).combine_chunks()
-    # lines whose text holds control characters: the same test as the slow path
-    suspect = np.flatnonzero(pc.fill_null(pc.match_substring_regex(text, _CONTROL_RE2), False).to_numpy(zero_copy_only=False))
+    # lines whose text holds control characters: the same test as the slow path, on the lines whose
+    # bytes allow one (the test of every text took a third of the reading)
+    maybe = _control_candidates(block, ends)
+    hit = pc.fill_null(pc.match_substring_regex(text.take(pa.array(maybe)), _CONTROL_RE2), False) if maybe.size else None
+    suspect = maybe[hit.to_numpy(zero_copy_only=False)] if hit is not None else maybe
     binary = [int(i) for i in suspect if _is_binary(text[int(i)].as_py())]
     missing = np.flatnonzero(text.is_null().to_numpy(zero_copy_only=False))
     line_no = np.arange(first_line + 1, first_line + 1 + n_lines)
@@ -143,6 +146,25 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, e
 
     rejects = [Reject(source, f"line {int(line_no[i])}", reason) for i, reason in chunk_rejects]
     return RawChunk(batch, rejects, 0, len(block))
+
+
+def _control_candidates(block: bytes, ends: np.ndarray) -> np.ndarray:
+    """The lines (ascending) of a block Arrow's JSON reader accepted whose text may hold a character
+    of ``_CONTROL_RE2``. The reader refuses a raw byte below 0x20 inside a string, so such a
+    character comes from an escape (``\\u0000``-``\\u001f``, ``\\u007f``, ``\\b``) or is a raw DEL
+    (0x7f); a line without any of them has none. (An escaped backslash before such letters makes a
+    line a candidate it need not be: the test then reads its text.)"""
+    a = np.frombuffer(block, dtype=np.uint8)
+    slash = np.flatnonzero(a[:-1] == 0x5C)  # backslashes with a byte after them
+    after = a[slash + 1]
+    u = slash[(after == 0x75) & (slash + 5 < a.size)]  # \uXXXX with its four digits in the block
+    if u.size:
+        d2, d3, d4, d5 = a[u + 2], a[u + 3], a[u + 4], a[u + 5]
+        u = u[(d2 == 0x30) & (d3 == 0x30) & ((d4 == 0x30) | (d4 == 0x31) | ((d4 == 0x37) & ((d5 == 0x66) | (d5 == 0x46))))]
+    marks = np.concatenate([slash[after == 0x62], u, np.flatnonzero(a == 0x7F)])
+    if marks.size == 0:
+        return marks.astype(np.int64)
+    return np.unique(np.minimum(np.searchsorted(ends, marks), ends.size - 1)).astype(np.int64)
 
 
 def _no_text(obj: dict, name: str) -> str:
