@@ -100,7 +100,7 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
 def _neighbours_of(con, postings, lo: int, ids: np.ndarray, flat: np.ndarray, lens: np.ndarray,
                    settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
     """``_neighbours`` of the new documents' sketches given (``con`` reads older documents only)."""
-    a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings,
+    a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings, exact=False,
                      old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)))
     starts = np.concatenate([[0], np.cumsum(lens)])
     sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
@@ -190,7 +190,7 @@ class NeighbourSearch:
         def run() -> SearchResult:
             t = time.perf_counter()
             k = settings.support
-            a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings,
+            a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
                              old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)))
             anchors, nb_off, nb = neighbour_arrays(a, b, lo)
             old = unique(a[a < lo])

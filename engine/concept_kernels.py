@@ -102,6 +102,32 @@ def _grow_rows(a, need):
 
 
 @njit(cache=True, nogil=True)
+def overlap_reaches(data, offs, ra, rb, k):
+    """Whether the sorted sets ``data[offs[r]:offs[r+1]]`` of each row pair ``(ra[p], rb[p])``
+    share ``k`` values (``kernels.pair_overlap`` reaching ``k``): each merge stops as soon as
+    that is known, ``k`` values met or too few left to meet them (the concept neighbour search
+    needs no more). Returns ``k`` for the pairs that share ``k`` or more, a number below ``k``
+    for the others."""
+    out = np.empty(ra.size, np.int64)
+    for p in range(ra.size):
+        i, ie = offs[ra[p]], offs[ra[p] + 1]
+        j, je = offs[rb[p]], offs[rb[p] + 1]
+        inter = 0
+        while inter < k and i < ie and j < je and inter + min(ie - i, je - j) >= k:
+            x, y = data[i], data[j]
+            if x == y:
+                inter += 1
+                i += 1
+                j += 1
+            elif x < y:
+                i += 1
+            else:
+                j += 1
+        out[p] = inter
+    return out
+
+
+@njit(cache=True, nogil=True)
 def sorted_segments(vals, offs):
     """``vals`` with each segment ``offs[i]:offs[i + 1]`` in ascending order (sorted ones copied as they are)."""
     out = vals.copy()

@@ -103,9 +103,10 @@ def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> 
 
 def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: int | None = None,
            postings=None, old_sketches: OldSketches | None = None,
-           budget: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           budget: int | None = None, exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``(a, b)``, ``a < b``, sharing at least ``k`` sketch values, with ``b`` one of
-    the given (new) documents and ``a`` new or older, and how many values they share.
+    the given (new) documents and ``a`` new or older, and how many values they share (with
+    ``exact=False``, ``k`` for every pair: each comparison stops once it has met ``k``).
 
     ``ids``/``flat``/``lens``: the new documents' sketches (distinct values each). Older partners
     (ids below ``lo``) come from ``postings`` (``VALUES_TABLE``, ``FREQUENT_TABLE``) and their
@@ -219,7 +220,12 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         all_offs = np.concatenate([o_offs[:-1], o_offs[-1] + offs]) if shift else offs
         ra = np.concatenate([np.searchsorted(o_ids_s, ox), nx + shift])
         rb = np.concatenate([oy, ny]) + shift
-        common = in_parts(lambda x, y: kernels.pair_overlap(all_data, all_offs, x, y), ra, rb)
+        if exact:
+            common = in_parts(lambda x, y: kernels.pair_overlap(all_data, all_offs, x, y), ra, rb)
+        else:
+            from .concept_kernels import overlap_reaches
+
+            common = in_parts(lambda x, y: overlap_reaches(all_data, all_offs, x, y, k), ra, rb)
         hit = common >= k
         out_a.append(np.concatenate([ox, ids[nx]])[hit])
         out_b.append(ids[np.concatenate([oy, ny])][hit])

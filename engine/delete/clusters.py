@@ -97,7 +97,7 @@ def _neighbours(con, postings, ids: np.ndarray, gone: np.ndarray, k: int) -> tup
     # every holder of a looked-up value comes from the postings (``lo`` above every id): the
     # affected documents themselves, their neighbours old and new, and the deleted ones
     beyond = int(own_ids.max()) + (1 << 31)
-    a, b, _ = search(own_ids, flat, lens, k, lo=beyond, postings=postings,
+    a, b, _ = search(own_ids, flat, lens, k, lo=beyond, postings=postings, exact=False,
                      old_sketches=lambda want: _as_arrays(_sketches(con, postings, beyond, want)))
     skip = set(gone.tolist())
     nb: dict[int, set[int]] = {}
