@@ -21,7 +21,8 @@ leaves the index as before or as after the batch:
    checkpoints by itself once the log passes 16 MB (a checkpoint per batch
    rewrote the table's last, growing row group every time); a batch whose
    commit took the log past that checkpoints it on a cursor while step 3
-   runs (``Writer.checkpoint_beside``), not alone at the next statement. When the writer
+   runs (``Writer.checkpoint_beside``), not alone at the next statement; so does
+   the last batch of a write, whatever its log's size. When the writer
    is done (the end of a command), it checkpoints once, so that the catalog
    file alone holds everything committed.
 
