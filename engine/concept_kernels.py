@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-from .kernels import _popcount64
+from .kernels import _popcount64, common_at_least
 
 #: ``mine_anchors`` status of an anchor: mined completely / ran out of budget
 DONE, OUT_OF_BUDGET = 0, 1
@@ -105,25 +105,12 @@ def _grow_rows(a, need):
 def overlap_reaches(data, offs, ra, rb, k):
     """Whether the sorted sets ``data[offs[r]:offs[r+1]]`` of each row pair ``(ra[p], rb[p])``
     share ``k`` values (``kernels.pair_overlap`` reaching ``k``): each merge stops as soon as
-    that is known, ``k`` values met or too few left to meet them (the concept neighbour search
-    needs no more). Returns ``k`` for the pairs that share ``k`` or more, a number below ``k``
-    for the others."""
+    that is known, ``k`` values met or too many unmatched to meet them
+    (``kernels.common_at_least``; the concept neighbour search needs no more). Returns ``k`` for
+    the pairs that share ``k`` or more, -1 for the others."""
     out = np.empty(ra.size, np.int64)
     for p in range(ra.size):
-        i, ie = offs[ra[p]], offs[ra[p] + 1]
-        j, je = offs[rb[p]], offs[rb[p] + 1]
-        inter = 0
-        while inter < k and i < ie and j < je and inter + min(ie - i, je - j) >= k:
-            x, y = data[i], data[j]
-            if x == y:
-                inter += 1
-                i += 1
-                j += 1
-            elif x < y:
-                i += 1
-            else:
-                j += 1
-        out[p] = inter
+        out[p] = common_at_least(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1], k, k)
     return out
 
 

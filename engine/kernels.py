@@ -491,13 +491,12 @@ def needed_common(na, nb, t):
 
 
 @njit(cache=True, inline="always")
-def jaccard_at_least(data, i, ie, j, je, t, swap=False):
-    """The Jaccard of the sorted runs ``data[i:ie]`` and ``data[j:je]``, or -1.0 below ``t``: the
-    merge stops as soon as more values of either are unmatched than a Jaccard of ``t`` allows (at
-    most ``|A| - needed_common`` of A's values unmatched)."""
-    na, nb = ie - i, je - j
-    need = needed_common(na, nb, t)
-    free_a, free_b = na - need, nb - need
+def common_at_least(data, i, ie, j, je, need, stop, swap=False):
+    """How many values the sorted runs ``data[i:ie]`` and ``data[j:je]`` share, or -1 when it is
+    fewer than ``need``: the merge stops as soon as more values of either run are unmatched than
+    ``need`` allows (``|A| - need`` of A's), or once ``stop`` values are matched (then ``stop``;
+    give more than either run holds for the whole count)."""
+    free_a, free_b = (ie - i) - need, (je - j) - need
     inter, miss_a, miss_b = 0, 0, 0
     while i < ie and j < je:
         x, y = _at(data, i, swap), _at(data, j, swap)
@@ -505,6 +504,8 @@ def jaccard_at_least(data, i, ie, j, je, t, swap=False):
             inter += 1
             i += 1
             j += 1
+            if inter >= stop:
+                break
         elif x < y:
             miss_a += 1
             i += 1
@@ -516,6 +517,18 @@ def jaccard_at_least(data, i, ie, j, je, t, swap=False):
             if miss_b > free_b:
                 break
     if miss_a > free_a or miss_b > free_b:
+        return -1
+    return inter
+
+
+@njit(cache=True, inline="always")
+def jaccard_at_least(data, i, ie, j, je, t, swap=False):
+    """The Jaccard of the sorted runs ``data[i:ie]`` and ``data[j:je]``, or -1.0 below ``t``: the
+    merge stops as soon as more values of either are unmatched than a Jaccard of ``t`` allows (at
+    most ``|A| - needed_common`` of A's values unmatched; ``common_at_least``)."""
+    na, nb = ie - i, je - j
+    inter = common_at_least(data, i, ie, j, je, needed_common(na, nb, t), na + nb + 1, swap)
+    if inter < 0:
         return -1.0
     union = na + nb - inter
     return inter / union if union > 0 else 0.0
