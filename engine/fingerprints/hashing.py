@@ -165,15 +165,15 @@ def smallest_distinct(hashes: np.ndarray, doc: np.ndarray, n_docs: int, k: int) 
     """Per document, its ``min(k, distinct)`` smallest distinct hashes in ascending order:
     the first ``k`` of each document's ``distinct_sorted`` run, which defines the result.
 
-    Compiled (``neardup.kernels.smallest_distinct``). Shingle hashes are uniform
+    Compiled (``neardup.fingerprints.sketch_kernels.smallest_distinct``). Shingle hashes are uniform
     over 64 bits, so of a document's ``m > 4k`` shingles about ``2k`` fall below
     ``2^64 * 2k / m``, and only those are sorted (a bucket sort, as they are
     uniform); when fewer than ``k`` distinct values survive the cut (many
     repeated shingles) the document is done again from all its hashes, so the
     cut never changes the answer.
     """
-    from .. import kernels
+    from . import sketch_kernels
 
     if hashes.size == 0:
         return hashes, np.zeros(n_docs, dtype=np.int64)
-    return kernels.smallest_distinct(hashes, doc.astype(np.int64), n_docs, k)
+    return sketch_kernels.smallest_distinct(hashes, doc.astype(np.int64), n_docs, k)

@@ -27,10 +27,10 @@ BITS = 64
 
 
 def charikar(word_hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``charikar_reference``, compiled (``neardup.kernels.charikar``; ~6x faster)."""
-    from .. import kernels
+    """``charikar_reference``, compiled (``neardup.fingerprints.sketch_kernels.charikar``; ~6x faster)."""
+    from . import sketch_kernels
 
-    return kernels.charikar(word_hashes, counts.astype(np.int64))
+    return sketch_kernels.charikar(word_hashes, counts.astype(np.int64))
 
 
 def charikar_reference(word_hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -164,7 +164,7 @@ def minhash(values: np.ndarray, counts: np.ndarray, n_perm: int, seed: int, sche
     """Min-hash signatures: for each of ``n_perm`` permutations, the original hash of the
     shingle with the smallest permuted number (one column per permutation).
 
-    ``universal`` runs compiled (``neardup.kernels.minhash_universal``);
+    ``universal`` runs compiled (``neardup.fingerprints.sketch_kernels.minhash_universal``);
     ``matrix`` works on blocks of documents whose shingles fit in the CPU
     cache, with table lookups.
     """
@@ -175,9 +175,9 @@ def minhash(values: np.ndarray, counts: np.ndarray, n_perm: int, seed: int, sche
         return out.T
     a, b = universal_params(n_perm, seed)
     if scheme == "universal":  # compiled: four permutations per pass over a document's values
-        from .. import kernels
+        from . import sketch_kernels
 
-        low = kernels.minhash_universal(values, doc_starts(counts), counts.astype(np.int64), a, b)
+        low = sketch_kernels.minhash_universal(values, doc_starts(counts), counts.astype(np.int64), a, b)
         for i in range(n_perm):
             out[i, nonempty] = unpermute(low[i, nonempty], i, n_perm, seed, scheme)
         return out.T

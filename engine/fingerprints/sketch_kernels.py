@@ -1,0 +1,148 @@
+"""Compiled loops (numba, cached) of the sketches: the bottom-k selection, min-hash signatures
+and Charikar's simhash, over a chunk's shingle or word hashes grouped by document
+(``neardup.fingerprints.sketches``, ``hashing``, ``simhash`` hold their definitions and call them)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+
+@njit(cache=True, nogil=True)
+def _bucket_sort(src, n, top, dst, fill):
+    """Sort ``src[:n]`` (values in ``[0, top]``, about uniform) into ``dst[:n]``: a counting
+    sort on ``n`` equal-width buckets, then an insertion sort that only moves values
+    within their bucket. ``fill`` is scratch of at least ``n + 1`` int64s."""
+    scale = n / (float(top) + 1.0)
+    for b in range(n + 1):
+        fill[b] = 0
+    for i in range(n):
+        b = min(int(float(src[i]) * scale), n - 1)  # monotone in the value
+        fill[b + 1] += 1
+    for b in range(n):
+        fill[b + 1] += fill[b]
+    for i in range(n):
+        b = min(int(float(src[i]) * scale), n - 1)
+        dst[fill[b]] = src[i]
+        fill[b] += 1
+    for i in range(1, n):
+        v = dst[i]
+        j = i - 1
+        while j >= 0 and dst[j] > v:
+            dst[j + 1] = dst[j]
+            j -= 1
+        dst[j + 1] = v
+
+
+@njit(cache=True, nogil=True)
+def smallest_distinct(hashes, doc, n_docs, k):
+    """Per document, its ``min(k, distinct)`` smallest distinct hashes, ascending:
+    ``(values, counts)``. See ``fingerprints.hashing.smallest_distinct``."""
+    starts = np.searchsorted(doc, np.arange(n_docs + 1))
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, starts[d + 1] - starts[d])
+    out = np.empty(min(hashes.size, n_docs * k), np.uint64)
+    counts = np.zeros(n_docs, np.int64)
+    buf = np.empty(longest, np.uint64)
+    srt = np.empty(longest, np.uint64)
+    fill = np.empty(longest + 1, np.int64)
+    full = uint64(0xFFFFFFFFFFFFFFFF)
+    pos = 0
+    for d in range(n_docs):
+        a = starts[d]
+        m = starts[d + 1] - a
+        cut = full
+        if m > 4 * k:
+            cut = uint64(2.0 * k / m * 18446744073709551616.0)  # about 2k values fall below
+        while True:
+            nb = 0
+            for i in range(a, a + m):
+                if hashes[i] <= cut:
+                    buf[nb] = hashes[i]
+                    nb += 1
+            _bucket_sort(buf, nb, cut, srt, fill)
+            n = 0
+            for i in range(nb):
+                if i == 0 or srt[i] != srt[i - 1]:
+                    if n == k:
+                        break
+                    out[pos + n] = srt[i]
+                    n += 1
+            if n == k or cut == full:
+                break
+            cut = full  # too few distinct values below the cut: take them all
+        counts[d] = n
+        pos += n
+    return out[:pos], counts
+
+
+@njit(cache=True, nogil=True)
+def minhash_universal(values, starts, counts, a, b):
+    """``(len(a), n_docs)`` minima of ``a[i] * x + b[i]`` (mod 2^64) over each document's values.
+
+    Four permutations per pass over a document's values, so the loads are shared.
+    """
+    n_perm = a.size
+    top = np.uint64(0xFFFFFFFFFFFFFFFF)
+    out = np.full((n_perm, counts.size), top)
+    for d in range(counts.size):
+        s = starts[d]
+        e = s + counts[d]
+        if e == s:
+            continue
+        i = 0
+        while i + 4 <= n_perm:
+            a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
+            b0, b1, b2, b3 = b[i], b[i + 1], b[i + 2], b[i + 3]
+            m0 = top
+            m1 = top
+            m2 = top
+            m3 = top
+            for k in range(s, e):
+                x = values[k]
+                v0 = x * a0 + b0
+                v1 = x * a1 + b1
+                v2 = x * a2 + b2
+                v3 = x * a3 + b3
+                m0 = v0 if v0 < m0 else m0
+                m1 = v1 if v1 < m1 else m1
+                m2 = v2 if v2 < m2 else m2
+                m3 = v3 if v3 < m3 else m3
+            out[i, d] = m0
+            out[i + 1, d] = m1
+            out[i + 2, d] = m2
+            out[i + 3, d] = m3
+            i += 4
+        while i < n_perm:
+            m = top
+            for k in range(s, e):
+                v = values[k] * a[i] + b[i]
+                m = v if v < m else m
+            out[i, d] = m
+            i += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def charikar(word_hashes, counts):
+    """Charikar simhash per document: bit i set when at least half of its words' hashes have bit i."""
+    out = np.zeros(counts.size, np.uint64)
+    acc = np.zeros(64, np.int64)
+    base = 0
+    for d in range(counts.size):
+        m = counts[d]
+        if m == 0:
+            continue
+        acc[:] = 0
+        for k in range(base, base + m):
+            h = word_hashes[k]
+            for b in range(64):
+                acc[b] += (h >> uint64(b)) & uint64(1)
+        s = uint64(0)
+        for b in range(64):
+            if 2 * acc[b] >= m:
+                s |= uint64(1) << uint64(b)
+        out[d] = s
+        base += m
+    return out
