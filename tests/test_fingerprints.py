@@ -111,6 +111,30 @@ def test_minhash_holds_the_original_hash_of_each_permutations_minimum(scheme):
         assert sig[2] == min(v.tolist(), key=lambda x: _gf2(cols, x))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 12), min_size=1, max_size=8),
+    n_perm=st.integers(1, 11),
+    seed=st.integers(0, 3),
+    scheme=st.sampled_from(["universal", "matrix"]),
+    data=st.data(),
+)
+def test_minhash_of_many_documents_against_brute_force(sizes, n_perm, seed, scheme, data):
+    """Per document and permutation, the value with the smallest permuted number (any value
+    order, repeats allowed); a document without values has EMPTY in every column."""
+    docs = [data.draw(st.lists(st.integers(0, M64), min_size=n, max_size=n)) for n in sizes]
+    values = np.array([x for d in docs for x in d], dtype=np.uint64)
+    sig = sketches.minhash(values, np.array(sizes), n_perm, seed, scheme)
+    assert sig.shape == (len(docs), n_perm)
+    for row, d in zip(sig.tolist(), docs):
+        if not d:
+            assert row == [int(sketches.EMPTY)] * n_perm
+            continue
+        v = np.array(d, dtype=np.uint64)
+        assert row == [int(v[np.argmin(sketches.permute(v, i, n_perm, seed, scheme))]) for i in range(n_perm)]
+
+
+
 @pytest.mark.parametrize("jaccard", [0.3, 0.6, 0.9])
 def test_minhash_collision_rate_estimates_jaccard(jaccard):
     rng = np.random.default_rng(int(jaccard * 100))

@@ -78,14 +78,17 @@ def smallest_distinct(hashes, doc, n_docs, k):
 
 
 @njit(cache=True, nogil=True)
-def minhash_universal(values, starts, counts, a, b):
-    """``(len(a), n_docs)`` minima of ``a[i] * x + b[i]`` (mod 2^64) over each document's values.
+def minhash_universal(values, starts, counts, a, b, inv):
+    """``(n_docs, len(a))`` min-hash signatures: per document and permutation ``i``, the value
+    ``x`` of the document whose ``a[i] * x + b[i]`` (mod 2^64) is smallest, found as that minimum
+    ``m`` and given back as ``(m - b[i]) * inv[i]`` (``inv[i]`` the inverse of ``a[i]``: the
+    permutation undone in the same pass). A document without values gets ``2^64 - 1`` throughout.
 
     Four permutations per pass over a document's values, so the loads are shared.
     """
     n_perm = a.size
     top = np.uint64(0xFFFFFFFFFFFFFFFF)
-    out = np.full((n_perm, counts.size), top)
+    out = np.full((counts.size, n_perm), top)
     for d in range(counts.size):
         s = starts[d]
         e = s + counts[d]
@@ -109,17 +112,17 @@ def minhash_universal(values, starts, counts, a, b):
                 m1 = v1 if v1 < m1 else m1
                 m2 = v2 if v2 < m2 else m2
                 m3 = v3 if v3 < m3 else m3
-            out[i, d] = m0
-            out[i + 1, d] = m1
-            out[i + 2, d] = m2
-            out[i + 3, d] = m3
+            out[d, i] = (m0 - b0) * inv[i]
+            out[d, i + 1] = (m1 - b1) * inv[i + 1]
+            out[d, i + 2] = (m2 - b2) * inv[i + 2]
+            out[d, i + 3] = (m3 - b3) * inv[i + 3]
             i += 4
         while i < n_perm:
             m = top
             for k in range(s, e):
                 v = values[k] * a[i] + b[i]
                 m = v if v < m else m
-            out[i, d] = m
+            out[d, i] = (m - b[i]) * inv[i]
             i += 1
     return out
 

@@ -168,18 +168,16 @@ def minhash(values: np.ndarray, counts: np.ndarray, n_perm: int, seed: int, sche
     ``matrix`` works on blocks of documents whose shingles fit in the CPU
     cache, with table lookups.
     """
-    n_docs = counts.size
-    out = np.full((n_perm, n_docs), EMPTY, dtype=np.uint64)
-    nonempty = np.flatnonzero(counts > 0)
-    if nonempty.size == 0:
-        return out.T
     a, b = universal_params(n_perm, seed)
     if scheme == "universal":  # compiled: four permutations per pass over a document's values
         from . import sketch_kernels
 
-        low = sketch_kernels.minhash_universal(values, doc_starts(counts), counts.astype(np.int64), a, b)
-        for i in range(n_perm):
-            out[i, nonempty] = unpermute(low[i, nonempty], i, n_perm, seed, scheme)
+        return sketch_kernels.minhash_universal(values, doc_starts(counts), counts.astype(np.int64), a, b,
+                                                universal_inverses(n_perm, seed))
+    n_docs = counts.size
+    out = np.full((n_perm, n_docs), EMPTY, dtype=np.uint64)
+    nonempty = np.flatnonzero(counts > 0)
+    if nonempty.size == 0:
         return out.T
     starts = doc_starts(counts)[nonempty]
     ends = starts + counts[nonempty]
