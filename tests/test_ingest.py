@@ -156,6 +156,11 @@ def test_written_rows_read_like_the_catalogs_by_doc_id():
     ids, url = w.column("documents", "url")
     assert url.to_pylist() == [f"u{i}" for i in range(2, 7)]
     assert w.column("fp_bottomk", "sketch") is None and w.column("documents", "text") is None
+    w.add(chunk([7]))  # added in order: the column stays in the chunks it came in
+    ids, parts = w.chunked("fp_minhash", "signature")
+    assert ids.tolist() == [2, 3, 4, 5, 6, 7] and parts.num_chunks == 2
+    assert parts.to_pylist() == w.column("fp_minhash", "signature")[1].to_pylist() == [[i, i + 1] for i in range(2, 8)]
+    assert w.chunked("fp_bottomk", "sketch") is None
 
 
 def test_missing_index_for_readers(index_dir):

@@ -144,7 +144,10 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings, written=None) 
                 width = settings.minhash_perms
                 out[VALUES + SIGNATURE_VALUES] = (ids.astype(np.uint64), [raw[i : i + width] for i in range(0, len(raw), width)])
     if on & {"jaccard", "a11"}:  # the full sets, read back by later batches' verification
-        ids, col = _lists(con, "fp_shingles", "hashes", lo, hi, written)
+        # as bytes, chunk by chunk: the batch's sets (72 MB of rust-1.63's pages) are not first copied
+        # into one array
+        held = written.chunked("fp_shingles", "hashes") if written is not None else None
+        ids, col = held if held is not None else _lists(con, "fp_shingles", "hashes", lo, hi, written)
         out[VALUES + "shingles"] = (ids.astype(np.uint64), col.to_pylist())
     for m in ("simhash", "simhash_hp"):
         if m in on and simhash_plan(settings.simhash_bits) is not None:

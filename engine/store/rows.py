@@ -92,11 +92,17 @@ class WrittenRows:
     def column(self, table: str, column: str) -> tuple[np.ndarray, pa.Array] | None:
         """``(doc ids ascending, values)`` of catalog ``table``'s ``column`` (``documents`` or a
         ``fp_<method>`` table) for the rows held; None when that column is not held."""
+        held = self.chunked(table, column)
+        if held is None:
+            return None
+        ids, col = held
+        return ids, (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
+
+    def chunked(self, table: str, column: str) -> tuple[np.ndarray, pa.ChunkedArray] | None:
+        """``column``, as the chunks it was added in (not copied into one array: for a reader that
+        goes through the values one by one, as ``to_pylist`` does)."""
         name = column if table == "documents" else f"{table.removeprefix('fp_')}.{column}"
         if not self._parts:
             return None
         t = self.table()
-        if name not in t.column_names:
-            return None
-        col = t.column(name)
-        return self._ids, (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
+        return (self._ids, t.column(name)) if name in t.column_names else None
