@@ -10,7 +10,6 @@ paths give the same records and rejects.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -89,7 +88,7 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, e
     schema = pa.schema([(opts.text_field, pa.large_string())] + [(f, pa.string()) for f in ids])
     try:
         table = pj.read_json(
-            io.BytesIO(block),
+            pa.BufferReader(block),  # the block's own bytes (a BytesIO would copy a bytearray)
             read_options=pj.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 20) + 1),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )

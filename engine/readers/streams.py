@@ -224,33 +224,46 @@ def peek(raw: BinaryIO, n: int = 8) -> tuple[BinaryIO, bytes]:
     return raw, raw.peek(n)[:n]
 
 
-def _read_up_to(stream: BinaryIO, size: int) -> tuple[bytes, Truncated | None]:
-    """``size`` bytes of ``stream`` (fewer only at its end or at a cut), and the cut if one was met.
+def _fill_from(stream: BinaryIO, buf: bytearray, start: int) -> tuple[int, Truncated | None]:
+    """Read into ``buf[start:]`` until it is full or the stream ends: ``(bytes in buf, the cut if one
+    was met)``.
 
-    A single ``read`` may return less than asked before the end: zstandard's
+    A single read may return less than asked before the end: zstandard's
     reader returns about one frame's output (128-256 KB) per call, which made
     a .jsonl.zst input arrive in chunks of ~60 records, each paying its own
     round trips to the catalog.
     """
-    parts: list[bytes] = []
-    got = 0
-    while got < size:
-        try:
-            data = stream.read(size - got)
-        except Truncated as exc:
-            return b"".join(parts), exc
-        except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
-            return b"".join(parts), Truncated(str(exc) or type(exc).__name__)
-        if not data:
-            break
-        parts.append(data)
-        got += len(data)
-    return b"".join(parts), None
+    view = memoryview(buf)
+    pos = start
+    readinto = getattr(stream, "readinto", None)
+    try:
+        while pos < len(buf):
+            try:
+                if readinto is not None:
+                    n = readinto(view[pos:])
+                else:
+                    data = stream.read(len(buf) - pos)
+                    n = len(data)
+                    view[pos : pos + n] = data
+            except Truncated as exc:
+                return pos, exc
+            except (EOFError, zlib.error, OSError, zstandard.ZstdError) as exc:
+                return pos, Truncated(str(exc) or type(exc).__name__)
+            if not n:
+                break
+            pos += n
+        return pos, None
+    finally:
+        view.release()
 
 
-def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
+def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes | bytearray]:
     """Runs of whole lines, about ``block`` bytes each, each ending with a newline
     (but perhaps the last, at the end of the stream).
+
+    Each run is read into a ``bytearray`` of its own, after the part line the run before left:
+    its bytes are copied once from the stream, not again to join that part line and to cut the
+    run at its last newline (two copies of every block, and the page faults of their memory).
 
     Raises ``Truncated`` when the decompressor reports a cut or corrupt
     stream, after every complete line before the cut was yielded; the partial
@@ -258,21 +271,21 @@ def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes]:
     """
     rest = b""
     while True:
-        data, cut_exc = _read_up_to(stream, block)
-        if cut_exc is not None:
-            buf = rest + data
-            whole = buf[:buf.rfind(b"\n") + 1]
+        buf = bytearray(len(rest) + block)
+        buf[: len(rest)] = rest
+        end, cut_exc = _fill_from(stream, buf, len(rest))
+        if cut_exc is not None:  # copied: the error's traceback may still hold a view of buf
+            whole = bytes(buf[: buf.rfind(b"\n", 0, end) + 1])
             if whole:
                 yield whole
             raise cut_exc
-        if not data:
+        if end == len(rest):  # the stream ended
             break
-        buf = rest + data
-        cut = buf.rfind(b"\n") + 1
+        cut = buf.rfind(b"\n", 0, end) + 1
+        rest = bytes(buf[cut:end])
         if cut == 0:
-            rest = buf
             continue
-        rest = buf[cut:]
-        yield buf[:cut]
+        del buf[cut:]
+        yield buf
     if rest:
         yield rest
