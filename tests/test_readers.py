@@ -295,3 +295,48 @@ def test_jsonl_fast_path_rejects_the_control_lines_the_line_by_line_path_does(te
     want = slow.take()
     assert [(r.record, r.reason) for r in fast.rejects] == [(r.record, r.reason) for r in want.rejects]
     assert fast.batch.column("content").to_pylist() == want.batch.column("content").to_pylist()
+
+
+class _Trickle(io.RawIOBase):
+    """A stream whose reads return at most ``step`` bytes (as a decompressor's may)."""
+
+    def __init__(self, data: bytes, step: int, readinto: bool):
+        self._data, self._pos, self._step = data, 0, step
+        if not readinto:
+            self.readinto = None  # type: ignore[assignment]
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._step if n is None or n < 0 else min(n, self._step)
+        out = self._data[self._pos : self._pos + n]
+        self._pos += len(out)
+        return out
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        out = self.read(len(b))
+        b[: len(out)] = out
+        return len(out)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    last_newline=st.booleans(),
+    block=st.integers(1, 40),
+    step=st.integers(1, 50),
+    readinto=st.booleans(),
+)
+def test_iter_blocks_gives_the_input_back_in_runs_of_whole_lines(lines, last_newline, block, step, readinto):
+    """Joined, the blocks are the input; each but the last ends with a newline, and none holds
+    a line the next one continues; at most a line longer than ``block`` makes one larger."""
+    from neardup.readers.streams import iter_blocks
+
+    data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    blocks = [bytes(b) for b in iter_blocks(_Trickle(data, step, readinto), block)]
+    assert b"".join(blocks) == data
+    assert all(b for b in blocks)
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+    longest = max((len(x) + 1 for x in data.split(b"\n")), default=0)
+    assert all(len(b) <= max(block, 0) + longest for b in blocks)
