@@ -300,8 +300,9 @@ def test_jsonl_fast_path_rejects_the_control_lines_the_line_by_line_path_does(te
 class _Trickle(io.RawIOBase):
     """A stream whose reads return at most ``step`` bytes (as a decompressor's may)."""
 
-    def __init__(self, data: bytes, step: int, readinto: bool):
-        self._data, self._pos, self._step = data, 0, step
+    def __init__(self, data: bytes, step: int, readinto: bool, hold: bool = False):
+        self._data, self._pos, self._step, self._hold = data, 0, step, hold
+        self.held = None
         if not readinto:
             self.readinto = None  # type: ignore[assignment]
 
@@ -317,6 +318,8 @@ class _Trickle(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[override]
         out = self.read(len(b))
         b[: len(out)] = out
+        if self._hold:  # keeps a view of the caller's buffer, as a frame in a reference cycle may
+            self.held = b
         return len(out)
 
 
@@ -327,14 +330,15 @@ class _Trickle(io.RawIOBase):
     block=st.integers(1, 40),
     step=st.integers(1, 50),
     readinto=st.booleans(),
+    hold=st.booleans(),
 )
-def test_iter_blocks_gives_the_input_back_in_runs_of_whole_lines(lines, last_newline, block, step, readinto):
+def test_iter_blocks_gives_the_input_back_in_runs_of_whole_lines(lines, last_newline, block, step, readinto, hold):
     """Joined, the blocks are the input; each but the last ends with a newline, and none holds
     a line the next one continues; at most a line longer than ``block`` makes one larger."""
     from neardup.readers.streams import iter_blocks
 
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
-    blocks = [bytes(b) for b in iter_blocks(_Trickle(data, step, readinto), block)]
+    blocks = [bytes(b) for b in iter_blocks(_Trickle(data, step, readinto, hold), block)]
     assert b"".join(blocks) == data
     assert all(b for b in blocks)
     assert all(b.endswith(b"\n") for b in blocks[:-1])

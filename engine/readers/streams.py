@@ -285,7 +285,10 @@ def iter_blocks(stream: BinaryIO, block: int = 8 << 20) -> Iterator[bytes | byte
         rest = bytes(buf[cut:end])
         if cut == 0:
             continue
-        del buf[cut:]
+        try:
+            del buf[cut:]
+        except BufferError:  # a view of buf is still alive (a stream's frame in a reference cycle): copy
+            buf = bytes(buf[:cut])
         yield buf
     if rest:
         yield rest
