@@ -147,7 +147,7 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings, written=None) 
         # as bytes, chunk by chunk: the batch's sets (72 MB of rust-1.63's pages) are not first copied
         # into one array
         held = written.chunked("fp_shingles", "hashes") if written is not None else None
-        ids, col = held if held is not None else _lists(con, "fp_shingles", "hashes", lo, hi, written)
+        ids, col = held if held is not None else _lists(con, "fp_shingles", "hashes", lo, hi)
         out[VALUES + "shingles"] = (ids.astype(np.uint64), col.to_pylist())
     for m in ("simhash", "simhash_hp"):
         if m in on and simhash_plan(settings.simhash_bits) is not None:
