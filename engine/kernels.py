@@ -946,33 +946,62 @@ def simhash_table_hits(old_values, keys, values, starts, shift, m, bits, i0, hit
 
 
 @njit(cache=True, nogil=True)
-def simhash_sorted_hits(old_values, masks, t, new_values, bits, j0, hit_old, hit_new):
+def simhash_sorted_hits(old_values, masks, t, keys, values, bits, j0, hit_old, hit_new):
     """The (older position, batch position) pairs within ``bits`` bits that agree on table ``t``
-    and on no table before it, from batch value ``j0`` on, until the buffers would overflow:
-    returns ``(next j, n)`` (hits ``[:n]``; ``next j == new_values.size`` when done).
-    ``old_values`` are older simhashes sorted on the table's masked bits (``masks[t]``), so each
-    batch value finds the older ones sharing its key by one binary search, and reads them in a row."""
+    (masked bits ``masks[t]``) and on no table before it, from batch position ``j0`` on, until the buffers would overflow:
+    returns ``(next j, n)`` (hits ``[:n]``; ``next j == keys.size`` when done). ``old_values`` are
+    older simhashes sorted on their masked bits, ``keys`` the batch's masked simhashes sorted and
+    ``values`` its simhashes in that order: the two sorted lists are merged, the older position
+    moving forward by doubling steps and then a binary search within the last step, so a key
+    costs the logarithm of the distance from the previous one and the older values are read in
+    order (where a binary search over all of them per batch value read them at random: on the
+    scale corpus 0.76 s more CPU in the tenth part than in the first)."""
     cap = hit_old.size
     m = masks[t]
     n_old = old_values.size
     n = 0
+    a = 0  # first older position whose key is >= the current key
+    e = 0  # first older position whose key is > the current key
     j = j0
-    while j < new_values.size:
-        v = new_values[j]
-        km = v & m
-        a = 0
-        b = n_old
-        while a < b:
-            c = (a + b) >> 1
+    if j < keys.size:  # where the merge (re)starts
+        km = keys[j]
+        lo, hi = 0, n_old
+        while lo < hi:
+            c = (lo + hi) >> 1
             if (old_values[c] & m) < km:
-                a = c + 1
+                lo = c + 1
             else:
-                b = c
+                hi = c
+        a = lo
         e = a
         while e < n_old and (old_values[e] & m) == km:
             e += 1
+    while j < keys.size:
+        km = keys[j]
+        if j > j0 and km != keys[j - 1]:
+            # gallop from ``e`` (every older key before it is < km) to the first key >= km
+            lo = e
+            step = 1
+            hi = lo
+            while hi < n_old and (old_values[hi] & m) < km:
+                lo = hi + 1
+                hi = lo + step
+                step <<= 1
+            if hi > n_old:
+                hi = n_old
+            while lo < hi:
+                c = (lo + hi) >> 1
+                if (old_values[c] & m) < km:
+                    lo = c + 1
+                else:
+                    hi = c
+            a = lo
+            e = a
+            while e < n_old and (old_values[e] & m) == km:
+                e += 1
         if n + (e - a) > cap and n > 0:  # the key's candidates might not fit: hand these hits over
             break
+        v = values[j]
         for p in range(a, e):
             x = v ^ old_values[p]
             ok = _popcount64(x) <= bits

@@ -149,10 +149,11 @@ class SortedOld:
     their ids: built once by an ingest's first scanned batch and kept for its next batches (the
     older documents do not change; the ones an ingest adds itself are read as the scan reads them).
 
-    Each batch value then finds the older ones sharing its key by a binary search
+    The batch's values, sorted on the same tables (``_Sorted``), are then merged with them
     (``kernels.simhash_sorted_hits``), where the scan looks up every older value among the batch's:
     a batch of 33,000 documents of the scale corpus against the 867,000 before it (10 tables) took
-    0.28 s against 0.58 s, and 0.51 s when it sorted them first (``benchmarks/simhash_scan.py``)."""
+    0.28 s against 0.58 s by a binary search per batch value, and 0.51 s when it sorted them first
+    (``benchmarks/simhash_scan.py``)."""
 
     def __init__(self, ids: np.ndarray, values: np.ndarray, bits: int, upto: int):
         self.upto = upto
@@ -162,22 +163,21 @@ class SortedOld:
             o = np.argsort(values & m)
             self.tables.append((np.ascontiguousarray(values[o]), ids[o].astype(np.uint32)))
 
-    def pairs(self, ids: np.ndarray, values: np.ndarray, bits: int, out: list) -> None:
-        """The pairs of the batch's simhashes ``values`` (documents ``ids``) with the older documents
-        held, as ``(older id, batch id, distance)`` parts appended to ``out``, each pair from the
-        first table it agrees on."""
+    def pairs(self, s: _Sorted, bits: int, out: list) -> None:
+        """The pairs of the batch's simhashes (``s``, sorted on the same tables) with the older
+        documents held, as ``(older id, batch id, distance)`` parts appended to ``out``, each pair
+        from the first table it agrees on."""
         from .. import kernels
 
-        values = np.ascontiguousarray(values, dtype=np.uint64)
         cap = max(HITS_STEP, self.tables[0][0].size)  # room for any one key's candidates (every table holds them all)
         hit_old, hit_new = np.empty(cap, np.int64), np.empty(cap, np.int64)
         for t, (old_values, old_ids) in enumerate(self.tables):
-            for n in kernels.resumed(kernels.simhash_sorted_hits, values.size,
-                                     (old_values, self.masks, t, values, bits), (hit_old, hit_new)):
+            for n in kernels.resumed(kernels.simhash_sorted_hits, s.keys[t].size,
+                                     (old_values, self.masks, t, s.keys[t], s.sorted_values[t], bits), (hit_old, hit_new)):
                 if n:
                     io, ip = hit_old[:n], hit_new[:n]
-                    d = np.bitwise_count(old_values[io] ^ values[ip]).astype(np.int64)
-                    out.append((old_ids[io].astype(np.int64), ids[ip], d))
+                    d = np.bitwise_count(old_values[io] ^ s.sorted_values[t][ip]).astype(np.int64)
+                    out.append((old_ids[io].astype(np.int64), s.ids[s.order[t][ip]], d))
 
 
 #: the held tables are sorted again, for every document below the batch, once the documents added
@@ -227,7 +227,7 @@ def _scan(ids: np.ndarray, values: np.ndarray, read_old, lo: int, bits: int, bud
         timed(_within_batch, s, bits, budget, found)
         first = 0
         if held is not None and held.upto <= lo:
-            timed(held.pairs, ids, values, bits, found)
+            timed(held.pairs, s, bits, found)
             first = held.upto
         for start in range(first, lo, step):
             old_ids, old_values = read_old(start, min(start + step, lo) - 1)
