@@ -37,6 +37,7 @@ from .readers import RawChunk, ReadOptions, Reject, read_input
 from .readers.content import ContentPool
 from .settings import Settings
 from .sqlfiles import query
+from .store import catalog
 from .store.index import Index, Writer
 from .store.rows import WrittenRows, insert_by_row, insert_fingerprints, shift_sentences
 from .arrays import unique
@@ -325,6 +326,7 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
             fingerprints = fingerprint_postings(con, first_doc, next_doc - 1, w.settings, candidates=keys,
                                                 concept=search.result().postings if search is not None else None)
             del keys
+            catalog.start_writeback(w.index.catalog_path)  # and the pairs' and clusters' row groups
         con.execute(
             query("catalog", "insert_batch"),
             [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
@@ -397,6 +399,7 @@ def _write_chunks(w: Writer, chunks: Peekable, batch_id: int, next_doc: int, res
             res.rejects.extend(rejects[:max(room, 0)])
         if prepared is not None and prepared.table.num_rows:
             next_doc = _add_documents(w, versions, prepared, batch_id, next_doc, res, written)
+            catalog.start_writeback(w.index.catalog_path)  # the full row groups written so far go out now, not at the commit
         t = res.tick("store", t)
         if progress:
             progress(chunk.batch.num_rows + chunk.n_skipped + len(chunk.rejects), chunk.n_bytes_read)

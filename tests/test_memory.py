@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -190,3 +192,37 @@ def test_an_ingest_leaves_the_catalog_file_out_of_the_page_cache(tmp_path):
     with idx.reader() as con:
         assert con.execute("SELECT count(*) FROM documents").fetchone()[0] == res.n_docs > 0
     assert _resident_pages(path) > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_start_writeback_starts_the_catalog_files_writeback_and_changes_nothing(tmp_path):
+    """``catalog.start_writeback`` asks the kernel to start writing a file's dirty pages; the file
+    reads back the same, and a file that is not there is no error (the call is advice)."""
+    import os
+
+    from neardup.store import catalog
+
+    f = tmp_path / "catalog.duckdb"
+    data = os.urandom(3 << 20)
+    f.write_bytes(data)
+    assert catalog.start_writeback(f) is True
+    assert f.read_bytes() == data
+    assert catalog.start_writeback(tmp_path / "missing") is False
+
+
+def test_an_ingest_starts_the_catalogs_writeback_after_each_chunk_and_before_its_commit(tmp_path, monkeypatch):
+    """Each stored chunk's row groups, then the batch's pairs and clusters, are sent to disk as
+    the batch goes (``catalog.start_writeback``), so the commit's sync waits for the last ones only."""
+    import neardup.ingest as ingest_mod
+    import neardup.readers.base as base
+    from neardup.store import catalog
+
+    calls, stored = [], []
+    real_wb, real_add = catalog.start_writeback, ingest_mod._add_documents
+    monkeypatch.setattr(catalog, "start_writeback", lambda path: calls.append(path) or real_wb(path))
+    monkeypatch.setattr(ingest_mod, "_add_documents", lambda *a, **k: stored.append(1) or real_add(*a, **k))
+    monkeypatch.setattr(base, "CHUNK_RECORDS", 4)
+    idx = Index(tmp_path / "i")
+    res = ingest(idx, str(FIXTURES / "crawl" / "sample.warc.gz"))
+    assert res.n_docs > 8 and len(res.batch_ids) == 1 and len(stored) > 2
+    assert calls == [idx.catalog_path] * (len(stored) + 1)

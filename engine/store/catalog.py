@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import duckdb
 
 from ..errors import IndexBusy, NeardupError, SchemaTooNew
 from ..sqlfiles import migrations, query
+from . import libc
 from ..storage import convert
 
 CATALOG_FILE = "catalog.duckdb"
@@ -94,6 +96,30 @@ def drop_cached(path: Path) -> bool:
         return True
     except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+_sync_file_range = libc.function("sync_file_range", (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint))
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def start_writeback(path: Path) -> bool:
+    """Start writing the catalog file's dirty pages to disk without waiting for them (Linux
+    ``sync_file_range``). A batch's full row groups reach the file as its rows are inserted
+    (DuckDB's optimistic writes: a real site's 22,000 pages put 120 MB there before the commit),
+    and the commit's ``fdatasync`` then waited for all of them to go out, on the batch's critical
+    path (63 ms there); a writer calls this after each chunk it stores, so the commit waits for the
+    last few only. Advisory: an error or a platform without the call changes nothing but the
+    head start. Returns whether the writeback was started."""
+    if _sync_file_range is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE) == 0
     finally:
         os.close(fd)
 
