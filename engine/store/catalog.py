@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -100,10 +99,6 @@ def drop_cached(path: Path) -> bool:
         os.close(fd)
 
 
-_sync_file_range = libc.function("sync_file_range", (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint))
-_SYNC_FILE_RANGE_WRITE = 2
-
-
 def start_writeback(path: Path) -> bool:
     """Start writing the catalog file's dirty pages to disk without waiting for them (Linux
     ``sync_file_range``). A batch's full row groups reach the file as its rows are inserted
@@ -112,14 +107,12 @@ def start_writeback(path: Path) -> bool:
     path (63 ms there); a writer calls this after each chunk it stores, so the commit waits for the
     last few only. Advisory: an error or a platform without the call changes nothing but the
     head start. Returns whether the writeback was started."""
-    if _sync_file_range is None:
-        return False
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False
     try:
-        return _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE) == 0
+        return libc.start_writeback(fd)
     finally:
         os.close(fd)
 

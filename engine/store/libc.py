@@ -18,3 +18,17 @@ def function(name: str, argtypes: tuple, restype=ctypes.c_int):
     fn.argtypes = argtypes
     fn.restype = restype
     return fn
+
+
+_sync_file_range = function("sync_file_range", (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint))
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def start_writeback(fd: int, offset: int = 0, n: int = 0) -> bool:
+    """Start writing ``n`` bytes of file ``fd`` from ``offset`` (``n`` 0: to the end) to disk without
+    waiting for them (``sync_file_range(..., SYNC_FILE_RANGE_WRITE)``), so a later ``fsync`` waits
+    for what was written since only. Advice: returns whether it was given (not without the call,
+    or on an error, which only loses the head start)."""
+    if _sync_file_range is None:
+        return False
+    return _sync_file_range(fd, offset, n, _SYNC_FILE_RANGE_WRITE) == 0
