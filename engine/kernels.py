@@ -945,6 +945,30 @@ def simhash_table_hits(old_values, keys, values, starts, shift, m, bits, i0, hit
     return i, n
 
 
+@njit(cache=True, inline="always")
+def _masked_lower(values, m, q, a, b):
+    """The first position in ``values[a:b]`` (sorted on ``value & m``) whose masked value is >= ``q``
+    (``b`` when none): ``_lower`` on the masked values."""
+    while a < b:
+        c = (a + b) >> 1
+        if (values[c] & m) < q:
+            a = c + 1
+        else:
+            b = c
+    return a
+
+
+@njit(cache=True, inline="always")
+def _masked_gallop(values, m, q, a, n):
+    """``_masked_lower`` of ``values[a:n]``, searching from ``a`` in steps that double (``_gallop``)."""
+    prev, step = a, 1
+    while a < n and (values[a] & m) < q:
+        prev = a + 1
+        a = prev + step
+        step <<= 1
+    return _masked_lower(values, m, q, prev, min(a, n))
+
+
 @njit(cache=True, nogil=True)
 def simhash_sorted_hits(old_values, masks, t, keys, values, bits, j0, hit_old, hit_new):
     """The (older position, batch position) pairs within ``bits`` bits that agree on table ``t``
@@ -961,42 +985,13 @@ def simhash_sorted_hits(old_values, masks, t, keys, values, bits, j0, hit_old, h
     m = masks[t]
     n_old = old_values.size
     n = 0
-    a = 0  # first older position whose key is >= the current key
-    e = 0  # first older position whose key is > the current key
+    a = e = 0  # the older positions whose key is the current key: a to e - 1
     j = j0
-    if j < keys.size:  # where the merge (re)starts
-        km = keys[j]
-        lo, hi = 0, n_old
-        while lo < hi:
-            c = (lo + hi) >> 1
-            if (old_values[c] & m) < km:
-                lo = c + 1
-            else:
-                hi = c
-        a = lo
-        e = a
-        while e < n_old and (old_values[e] & m) == km:
-            e += 1
     while j < keys.size:
         km = keys[j]
-        if j > j0 and km != keys[j - 1]:
-            # gallop from ``e`` (every older key before it is < km) to the first key >= km
-            lo = e
-            step = 1
-            hi = lo
-            while hi < n_old and (old_values[hi] & m) < km:
-                lo = hi + 1
-                hi = lo + step
-                step <<= 1
-            if hi > n_old:
-                hi = n_old
-            while lo < hi:
-                c = (lo + hi) >> 1
-                if (old_values[c] & m) < km:
-                    lo = c + 1
-                else:
-                    hi = c
-            a = lo
+        if j == j0 or km != keys[j - 1]:
+            # where the merge (re)starts, a binary search; after, doubling steps from the last key's end
+            a = _masked_lower(old_values, m, km, 0, n_old) if j == j0 else _masked_gallop(old_values, m, km, e, n_old)
             e = a
             while e < n_old and (old_values[e] & m) == km:
                 e += 1
