@@ -17,10 +17,11 @@ alone; a program that imports neardup as a library keeps numba's behaviour unles
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
+from collections.abc import Callable
+
+from .import_hooks import around_import
 
 _TARGET = "numba.np.arraymath"
 _HIDDEN = "scipy.linalg"
@@ -28,37 +29,17 @@ _installed = False
 _lock = threading.Lock()
 
 
-class _Loader(importlib.abc.Loader):
-    """Runs the real loader of ``numba.np.arraymath`` with ``scipy.linalg`` hidden."""
-
-    def __init__(self, real: importlib.abc.Loader) -> None:
-        self.real = real
-
-    def create_module(self, spec):
-        return self.real.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        if _HIDDEN in sys.modules:  # already imported: the probe is cheap, nothing to hide
-            self.real.exec_module(module)
-            return
-        sys.modules[_HIDDEN] = None  # ``import scipy.linalg...`` now raises ImportError at once
-        try:
-            self.real.exec_module(module)
-        finally:
-            if sys.modules.get(_HIDDEN, 0) is None:
-                del sys.modules[_HIDDEN]
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``numba.np.arraymath`` as the path finder does, with ``_Loader`` around its loader."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != _TARGET:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
-        return spec
+def _hidden(run: Callable[[], None], module) -> None:
+    """Runs ``numba.np.arraymath``'s code with ``scipy.linalg`` hidden."""
+    if _HIDDEN in sys.modules:  # already imported: the probe is cheap, nothing to hide
+        run()
+        return
+    sys.modules[_HIDDEN] = None  # ``import scipy.linalg...`` now raises ImportError at once
+    try:
+        run()
+    finally:
+        if sys.modules.get(_HIDDEN, 0) is None:
+            del sys.modules[_HIDDEN]
 
 
 def skip_numba_blas_probe() -> None:
@@ -68,5 +49,4 @@ def skip_numba_blas_probe() -> None:
     with _lock:
         if _installed or _TARGET in sys.modules:
             return
-        sys.meta_path.insert(0, _Finder())
-        _installed = True
+        _installed = around_import(_TARGET, _hidden)
