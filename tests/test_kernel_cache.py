@@ -1,0 +1,90 @@
+"""``load_kernels_lean``: cached kernels load without numba's compiler registries, and give the
+same results; a kernel the cache lacks is compiled as before.
+
+Each case runs in fresh interpreters (numba loads its registries once per process). Whether the
+registries were loaded shows in ``sys.modules``: the refresh imports ``numba.np.linalg``, which
+nothing else in these processes imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+MODULE = '''
+from numba import njit
+
+
+@njit(cache=True)
+def weighted(xs, w):
+    total = 0
+    for i in range(xs.size):
+        total += xs[i] * w
+    return total
+'''
+
+USE = """
+import json, sys
+{install}
+import numpy as np
+import kern
+out = [int(kern.weighted(np.arange(5, dtype=np.int64), 3)), float(kern.weighted(np.arange(4, dtype=np.float64), 0.5))]
+print(json.dumps({{"out": out, "registries": "numba.np.linalg" in sys.modules}}))
+"""
+
+LEAN = "from neardup.kernel_cache import load_kernels_lean\nload_kernels_lean()"
+
+
+def _run(folder: Path, code: str) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(folder / "cache"),
+               PYTHONPATH=os.pathsep.join([str(folder), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True, env=env, cwd=folder,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_compiles_with_the_lean_load_then_loads_lean_from_the_cache(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MODULE)
+    first = _run(tmp_path, USE.format(install=LEAN))  # nothing cached: numba's own load, then its compiler
+    assert first == {"out": [30, 3.0], "registries": True}
+    assert any((tmp_path / "cache").rglob("*.nbi"))
+    again = _run(tmp_path, USE.format(install=LEAN))  # both signatures from the cache, registries untouched
+    assert again == {"out": [30, 3.0], "registries": False}
+    plain = _run(tmp_path, USE.format(install=""))  # numba's own load of the same cache refreshes them
+    assert plain == {"out": [30, 3.0], "registries": True}
+
+
+def test_installed_after_numba_is_imported_and_twice(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MODULE)
+    _run(tmp_path, USE.format(install=""))  # cached
+    late = "import numba.core.caching\n" + LEAN + "\nload_kernels_lean()"
+    assert _run(tmp_path, USE.format(install=late)) == {"out": [30, 3.0], "registries": False}
+
+
+def test_a_new_signature_of_a_cached_kernel_is_compiled(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MODULE)
+    _run(tmp_path, USE.format(install=""))
+    code = USE.format(install=LEAN) + "print(json.dumps({'out': [int(kern.weighted(np.arange(3, dtype=np.int32), 2))], 'registries': True}))\n"
+    assert _run(tmp_path, code) == {"out": [6], "registries": True}
+
+
+def test_the_cli_loads_the_kernels_lean(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"url": f"u{i}", "text": "one two three four five six seven eight nine ten " * (i + 1)}) + "\n"
+                              for i in range(3)))
+    mark = tmp_path / "mark.json"
+    code = f"""
+    import atexit, json, sys
+    atexit.register(lambda: open({str(mark)!r}, "w").write(json.dumps("numba.np.linalg" in sys.modules)))
+    sys.argv = ["neardup", "ingest", "-q", "--index", {str(tmp_path / 'idx')!r}, {str(corpus)!r}]
+    from neardup.cli.app import main
+    main()
+    """
+    for _ in range(2):  # the first may compile (a fresh checkout's cache is empty); the second loads
+        (tmp_path / "idx").exists() and __import__("shutil").rmtree(tmp_path / "idx")
+        subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True, cwd=tmp_path)
+    assert json.loads(mark.read_text()) is False
+    assert (tmp_path / "idx" / "catalog.duckdb").exists()
