@@ -12,10 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from neardup import NeardupError, ReadOptions, Settings, __version__
 from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pairs, parse_sketch
@@ -35,8 +31,45 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help texts are plain: their "[default: ...]" must not be read as markup
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+
+class _Console:
+    """A rich ``Console``, made when first used: importing rich takes 25 ms, which a command that
+    prints nothing (``ingest -q``) need not spend, all of it holding the interpreter's lock at the
+    start of an ingest. ``rich`` is the console itself (for what wants a ``Console``)."""
+
+    def __init__(self, **options) -> None:
+        self._options = options
+        self._console = None
+
+    @property
+    def rich(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str):
+        return getattr(self.rich, name)
+
+
+def escape(markup: str) -> str:
+    """``rich.markup.escape``, imported when first needed."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(markup)
+
+
+def Table(*args, **kwargs):  # noqa: N802 - stands for rich's class
+    """A ``rich.table.Table``, imported when first needed."""
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
+
+
+out = _Console(soft_wrap=True)
+err = _Console(stderr=True, soft_wrap=True)
 
 IndexOpt = Annotated[
     Path,
@@ -283,6 +316,8 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
     show = not quiet and err.is_terminal
     if not show:
         return ingest(idx, path, opts, strict=strict, create_with=create, batch_mb=batch_mb, memory_bytes=memory_bytes)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),
@@ -292,7 +327,7 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
         TextColumn("{task.fields[docs_s]:,.0f} docs/s"),
         TextColumn("{task.fields[rate]:.1f} MB/s"),
         TimeElapsedColumn(),
-        console=err,
+        console=err.rich,
         transient=True,
     ) as bar:
         task = bar.add_task(f"ingest {path}", total=None, records=0, mb=0.0, rate=0.0, docs_s=0.0, batch="-", stage="starting")

@@ -10,14 +10,12 @@ from typing import Annotated
 import pyarrow as pa
 import pyarrow.compute as pc
 import typer
-from rich.markup import escape
-from rich.table import Column, Table
 
 from neardup import NeardupError, ReadOptions
 from neardup.memory import DEFAULT_BATCH_MB
 from neardup.store.index import Index
 
-from .app import DEFAULT_INDEX, IndexOpt, _fail, _note_unrepaired, err, out
+from .app import DEFAULT_INDEX, IndexOpt, _fail, _note_unrepaired, err, escape, out
 
 FORMATS = ("table", "jsonl", "csv")
 #: columns of the csv output (``clusters`` as ``method:cluster_id`` words, space-separated)
@@ -54,6 +52,8 @@ def query_cmd(
     writer = csv.writer(sys.stdout, lineterminator="\n") if fmt == "csv" else None
     table = None
     if fmt == "table":
+        from rich.table import Column, Table
+
         table = Table("#", Column("url", overflow="fold"), Column("partner (doc_id url)", overflow="fold"), "method", "similarity",
                       Column("clusters", overflow="fold"))
     last = [None, False]  # the record of the previous table row (its number and url are shown once); csv header written
