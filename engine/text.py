@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from selectolax.lexbor import LexborHTMLParser
 
 from .arrays import unique
 
@@ -58,6 +57,8 @@ def html_to_text(html: str, blocks_marked: bool = False) -> str:
     """
     if not blocks_marked:
         html = mark_blocks(pa.array([html], pa.large_string()))[0].as_py()
+    from selectolax.lexbor import LexborHTMLParser  # imported for HTML input only (5 ms)
+
     tree = LexborHTMLParser(html)
     tree.strip_tags(_DROP_TAGS)
     title_node = tree.css_first("title")
