@@ -261,10 +261,9 @@ def ingest_cmd(
     thresholds = gc.get_threshold()
     try:
         memory_bytes = _memory_size(memory_size)
-        from neardup.memory import MemoryPlan, keep_freed_memory, no_huge_page_hints
+        from neardup.memory import MemoryPlan, keep_freed_memory
 
         keep_freed_memory(MemoryPlan(memory_bytes) if memory_bytes else None)  # one ingest a process: freed memory is reused
-        no_huge_page_hints()  # and its large arrays fault in without the kernel's compaction for huge pages
         gc.set_threshold(*INGEST_GC_THRESHOLDS)
         given = _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
                                threshold, simhash_bits, pairs, keep_clusters, concept_support, content)

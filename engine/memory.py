@@ -125,25 +125,6 @@ def one_malloc_arena() -> bool:
     return bool(mallopt(_M_ARENA_MAX, 1))
 
 
-def no_huge_page_hints() -> bool:
-    """Stop numpy from asking the kernel for transparent huge pages for its large arrays.
-
-    numpy marks every allocation of 4 MB and more ``MADV_HUGEPAGE``. Where the kernel gives huge
-    pages to marked memory only and also defragments for it (``madvise`` in both
-    ``/sys/kernel/mm/transparent_hugepage/enabled`` and ``defrag``, as on the benchmark machine),
-    a page fault in marked memory may compact memory to find a huge page, on the faulting thread;
-    and with ``keep_freed_memory`` the marks land on glibc's heap, which later allocations reuse.
-    On the real site's 22,000 pages an ingest without the marks took 4% less time (median 1.99 s
-    against 2.07 s over 12 runs each, taking turns; 10 of the 12 pairs faster) and 0.1 s less
-    system CPU (docs/benchmarks.md). Set by the CLI's ingest; returns whether numpy took it."""
-    try:
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # a numpy without the setting
-        return False
-    _set_madvise_hugepage(False)
-    return True
-
-
 def keep_freed_memory(plan: MemoryPlan | None = None) -> bool:
     """Let this process reuse the memory it frees instead of handing it back to the kernel at once.
 

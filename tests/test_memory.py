@@ -140,39 +140,6 @@ def test_an_ingest_process_keeps_freed_memory_for_reuse_within_its_plan(monkeypa
     assert pa.compute.utf8_length(a).to_pylist() == [1000] * 1000
 
 
-def test_the_cli_ingest_asks_numpy_for_no_huge_page_hints(tmp_path):
-    """``no_huge_page_hints``: numpy stops marking its large arrays for huge pages; the CLI's ingest
-    process sets it (each case in a process of its own: the setting is the process's)."""
-    import json
-    import subprocess
-    import textwrap
-
-    probe = "from numpy._core.multiarray import _set_madvise_hugepage as s; v = s(True); s(v); print(json.dumps(v))"
-    code = f"""
-    import json
-    from neardup.memory import no_huge_page_hints
-    {probe}
-    assert no_huge_page_hints() is True
-    {probe}
-    """
-    shown = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True, capture_output=True, text=True).stdout.split()
-    assert shown[1] == "false"  # after numpy's default ("true" on Linux from 4.6 unless NUMPY_MADVISE_HUGEPAGE=0)
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text(json.dumps({"url": "u", "text": "one two three four five six seven eight nine ten"}) + "\n")
-    mark = tmp_path / "mark.json"
-    cli = f"""
-    import atexit, json, sys
-    def seen():
-        {probe.replace("print(json.dumps(v))", f"open({str(mark)!r}, 'w').write(json.dumps(v))")}
-    atexit.register(seen)
-    sys.argv = ["neardup", "ingest", "-q", "--index", {str(tmp_path / 'idx')!r}, {str(corpus)!r}]
-    from neardup.cli.app import main
-    main()
-    """
-    subprocess.run([sys.executable, "-c", textwrap.dedent(cli)], check=True)
-    assert json.loads(mark.read_text()) is False
-
-
 def _resident_pages(path) -> int:
     """Pages of ``path`` in the page cache (``mincore`` on a private mapping of the file)."""
     import ctypes
