@@ -51,6 +51,8 @@ class _Console:
         return self._console
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):  # this object's own (or a copy's, before its fields are set): not rich's
+            raise AttributeError(name)
         return getattr(self.rich, name)
 
 
