@@ -105,3 +105,47 @@ def test_an_ingest_keeps_its_batches_signature_rows_for_the_batches_after_them(t
     assert len(res.batch_ids) > 2
     assert sum(compared) > 0  # batches did compare with older documents' rows
     assert sum(read) == 0
+
+
+def test_older_signature_rows_come_from_the_cache_or_a_copy_and_a_missing_row_is_named(tmp_path):
+    """``batch._old_low_rows`` reads the rows it lacks into the cache (older documents' from the
+    postings, the rest from the catalog) and answers from there; with no room in the cache it answers
+    with a copy. Either way each id gets the row ``_fixed_values`` reads for it, and an id without a
+    row is an error naming it (it was a reshape error of the empty catalog read)."""
+    import pytest
+
+    import neardup.pairs.batch as batch
+    from neardup import Index
+    from neardup.ingest import ingest
+    from neardup.pairs.values import SIGNATURE_VALUES, _fixed_values, _signature_rows
+    from neardup.settings import Settings
+    from neardup.store import catalog
+    from neardup.store.postings import LmdbPostings
+
+    from .conftest import FIXTURES
+
+    index = Index(tmp_path / "i")
+    ingest(index, str(FIXTURES / "crawl" / "sample.warc.gz"))
+    con = catalog.connect(index.catalog_path, read_only=True)
+    postings = LmdbPostings(index.postings_path, readonly=True)
+    try:
+        docs = np.array([r[0] for r in con.sql("SELECT doc_id FROM fp_minhash ORDER BY doc_id").fetchall()], np.int64)
+        assert docs.size > 10
+        lo = int(docs[docs.size // 2])  # those below are read from the postings, the rest from the catalog
+        ids = docs[::3]
+        s = Settings()
+        _, want = _fixed_values(con, postings, lo, ids, "fp_minhash", "signature", SIGNATURE_VALUES, s.minhash_perms,
+                                _signature_rows, None)
+        roomy, none = ValueCache(limit=1 << 20), ValueCache(limit=64)
+        for cache in (roomy, none):
+            rows, place = batch._old_low_rows(con, postings, lo, ids, s, cache)
+            assert rows[place, : s.minhash_perms].tolist() == want.tolist()
+        assert SIGNATURE_VALUES in roomy.fixed and SIGNATURE_VALUES not in none.fixed
+        # again: every row now comes from the cache, none is read
+        again, place = batch._old_low_rows(con, None, lo, ids, s, roomy)
+        assert again is roomy.fixed[SIGNATURE_VALUES].rows and again[place, : s.minhash_perms].tolist() == want.tolist()
+        with pytest.raises(ValueError, match="no signature"):
+            batch._old_low_rows(con, postings, lo, np.array([int(docs[-1]) + 1000]), s, ValueCache(limit=1 << 20))
+    finally:
+        postings.close()
+        con.close()

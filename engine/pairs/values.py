@@ -219,8 +219,8 @@ def _fixed_values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column
         got_ids.append(f_ids)
         got_rows.append(f_rows)
     rest = ids[~have]
-    if rest.size:
-        t = _fetch(con, fp_table, f"f.{column}", rest)
+    t = _fetch(con, fp_table, f"f.{column}", rest) if rest.size else None
+    if t is not None and t.num_rows:  # (none found: the error below names the ids)
         r_ids = t.column("doc_id").to_numpy()
         r_rows = encode(t.column(column))
         at = np.searchsorted(ids, r_ids)
