@@ -1,5 +1,5 @@
-"""Two shell commands timed in turn (A B A B ...), after a warm-up of each: whole-process wall time,
-CPU time and peak RSS per run, their medians, and the A/B ratios of each pair of runs.
+"""Two shell commands timed in turn (A B B A A B ...), after a warm-up of each: whole-process wall
+time, CPU time and peak RSS per run, their medians, and the A/B ratios of each pair of runs.
 
     python benchmarks/ab.py -n 5 --warmup 1 \\
       --a "rm -rf /tmp/hA; exec neardup ingest -q --index /tmp/hA benchmarks/data/realsite/both.warc.gz" \\
@@ -7,7 +7,10 @@ CPU time and peak RSS per run, their medians, and the A/B ratios of each pair of
 
 Each run is ``sh -c COMMAND`` waited for with ``os.wait4``, so CPU and peak RSS are that process's
 and its children's (the largest child's RSS; a command should ``exec`` its last step). Alternating
-the two commands spreads the drift of a shared machine over both.
+the two commands spreads the drift of a shared machine over both, and each pair runs them in the
+other order than the pair before (ABBA): on this machine the second run of a pair can be the faster
+one whatever it runs (3.5% in the thirty-second session's late batch, docs/benchmarks.md), which
+pairs in a fixed order count as the difference between the commands.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ def main() -> None:
         for c in commands.values():
             run_once(c)
     runs: dict[str, list[dict]] = {"A": [], "B": []}
-    for _ in range(args.n):
-        for name, c in commands.items():
+    for i in range(args.n):
+        for name in ("A", "B") if i % 2 == 0 else ("B", "A"):
+            c = commands[name]
             r = run_once(c)
             if r["exit"] != 0:
                 raise SystemExit(f"{name} exited {r['exit']}: {c}")

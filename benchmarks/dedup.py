@@ -19,7 +19,8 @@ The peers read the JSONL and shingle in the timed region too (words are runs
 of letters and digits of the lower-cased text, as neardup's tokenizer makes
 them). The truth is the exact all-pairs answer (``neardup.exact.all_pairs``)
 on neardup's shingle sets. Times are medians of ``--runs``. With ``--alternate`` the
-tools take turns run by run (neardup, datasketch, neardup, ...), so the drift of a shared
+tools take turns run by run, each round in the reverse order of the one before (neardup,
+datasketch, datasketch, neardup, ...), so the drift of a shared
 machine falls on all of them, after ``--warmup`` untimed runs of each (default 0; by default
 each tool's runs come one after the other, as before 2026-11-26's twentieth session).
 
@@ -212,8 +213,9 @@ def main() -> None:
             for _name, fn in tools:
                 in_child(fn, path)
         got: dict[str, list] = {name: [] for name, _ in tools}
-        for _ in range(a.runs):
-            for name, fn in tools:
+        for r in range(a.runs):
+            # every other round in the reverse order (ABBA), so neither tool always runs first
+            for name, fn in (tools if r % 2 == 0 else tools[::-1]):
                 got[name].append(in_child(fn, path))
         for name, _ in tools:
             times = [t for t, _, _ in got[name]]

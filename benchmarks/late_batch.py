@@ -51,7 +51,9 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name, _ in engines}
     rss: dict[str, list[int]] = {name: [] for name, _ in engines}
     for r in range(a.runs):
-        for name, exe in engines:
+        # every other run in the reverse order (ABBA): a fixed order counts the machine's favouring
+        # of a pair's second run (docs/benchmarks.md, thirty-second session) as the engines' difference
+        for name, exe in (engines if r % 2 == 0 else engines[::-1]):
             t, mb = run_once(exe, a.index, a.input)
             times[name].append(t)
             rss[name].append(mb)
