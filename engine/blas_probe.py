@@ -18,15 +18,12 @@ alone; a program that imports neardup as a library keeps numba's behaviour unles
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
 
 from .import_hooks import around_import
 
 _TARGET = "numba.np.arraymath"
 _HIDDEN = "scipy.linalg"
-_installed = False
-_lock = threading.Lock()
 
 
 def _hidden(run: Callable[[], None], module) -> None:
@@ -45,8 +42,4 @@ def _hidden(run: Callable[[], None], module) -> None:
 def skip_numba_blas_probe() -> None:
     """Skip numba's BLAS probe in this process (see the module's text); idempotent. Does nothing
     once ``numba.np.arraymath`` is imported (the probe has then run)."""
-    global _installed
-    with _lock:
-        if _installed or _TARGET in sys.modules:
-            return
-        _installed = around_import(_TARGET, _hidden)
+    around_import(_TARGET, _hidden)

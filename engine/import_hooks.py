@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 
@@ -49,10 +50,19 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+_installed: set[tuple[str, Around]] = set()
+_lock = threading.Lock()
+
+
 def around_import(name: str, around: Around) -> bool:
-    """Run module ``name``'s import inside ``around`` (once: a module is executed once). Returns
-    False, installing nothing, when the module is imported already."""
-    if name in sys.modules:
-        return False
-    sys.meta_path.insert(0, _Finder(name, around))
-    return True
+    """Run module ``name``'s import inside ``around`` (once: a module is executed once); idempotent
+    and safe from several threads. Returns whether ``around`` will run or has run: False, installing
+    nothing, when the module was imported before it was asked for."""
+    with _lock:
+        if (name, around) in _installed:
+            return True
+        if name in sys.modules:
+            return False
+        sys.meta_path.insert(0, _Finder(name, around))
+        _installed.add((name, around))
+        return True

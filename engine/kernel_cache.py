@@ -27,7 +27,6 @@ from collections.abc import Callable
 from .import_hooks import around_import
 
 _TARGET = "numba.core.caching"
-_installed = False
 _lock = threading.Lock()
 
 
@@ -36,6 +35,8 @@ def _lean(module) -> None:
     cache = getattr(module, "Cache", None)
     original = getattr(cache, "load_overload", None)
     if original is None or not hasattr(cache, "_load_overload"):  # a numba unlike the one this was written for
+        return
+    if getattr(original, "lean", False):  # given already
         return
 
     def load_overload(self, sig, target_context):
@@ -49,6 +50,7 @@ def _lean(module) -> None:
         return got if got is not None else original(self, sig, target_context)
 
     load_overload.__doc__ = original.__doc__
+    load_overload.lean = True
     cache.load_overload = load_overload
 
 
@@ -61,12 +63,6 @@ def load_kernels_lean() -> None:
     """Load cached kernels without refreshing numba's target context, in this process (see the
     module's text); idempotent. Installed when ``numba.core.caching`` is imported, or at once if it
     is already."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        if _TARGET in sys.modules:
+    if not around_import(_TARGET, _after):
+        with _lock:  # two threads must not both wrap numba's method
             _lean(sys.modules[_TARGET])
-        else:
-            around_import(_TARGET, _after)
-        _installed = True
