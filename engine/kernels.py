@@ -721,24 +721,6 @@ def holder_pair_scan(anchor, vidx, start, holders, ids, n_holders, smaller_only,
 
 
 @njit(cache=True, nogil=True)
-def drop_repeats(s, bounds):
-    """Each run ``s[bounds[i]:bounds[i + 1]]`` (sorted) without its repeated values, the runs moved
-    together to the front of ``s`` in place: returns ``(n, counts)``, ``s[:n]`` holding run 0's
-    distinct values, then run 1's, ..., ``counts[i]`` of them run i's."""
-    counts = np.zeros(bounds.size - 1, np.int64)
-    n = 0
-    for i in range(bounds.size - 1):
-        start = n
-        for j in range(bounds[i], bounds[i + 1]):
-            v = s[j]
-            if n == start or s[n - 1] != v:
-                s[n] = v
-                n += 1
-        counts[i] = n - start
-    return n, counts
-
-
-@njit(cache=True, nogil=True)
 def smallest_per_segment(rank, offs, take):
     """Per run ``offs[i]:offs[i+1]``, the positions of its ``take[i]`` smallest ``rank`` values,
     ties kept in run order (a stable sort), runs in order."""

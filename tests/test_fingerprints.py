@@ -286,6 +286,23 @@ def test_compiled_charikar_matches_the_numpy_reference(counts, seed):
     assert np.array_equal(sim.charikar(h, counts), sim.charikar_reference(h, counts))
 
 
+@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 5000), st.sampled_from([0, 8, 40, 58])), min_size=1, max_size=10),
+       st.integers(0, 2**32))
+def test_distinct_sorted_is_each_documents_unique_values(docs, seed):
+    """The compiled bucket sort gives each document's ``np.unique``, also for runs of many
+    repeats and for values that do not spread over the leading bits (all below ``2**(64-shift)``:
+    one bucket holds them all, sorted by the fall-back sort)."""
+    rng = np.random.default_rng(seed)
+    parts = [rng.choice(rng.integers(0, 2**64 - 1, pool, dtype=np.uint64, endpoint=True) >> np.uint64(shift), size)
+             for size, pool, shift in docs]
+    h = np.concatenate(parts).astype(np.uint64)
+    doc = np.repeat(np.arange(len(docs)), [size for size, _, _ in docs])
+    v, c = hashing.distinct_sorted(h, doc, len(docs))
+    want = [np.unique(p) for p in parts]
+    assert c.tolist() == [w.size for w in want]
+    assert v.dtype == np.uint64 and v.tolist() == [x for w in want for x in w.tolist()]
+
+
 @given(st.lists(st.tuples(st.integers(0, 700), st.integers(1, 800)), min_size=1, max_size=12), st.integers(1, 150), st.integers(0, 2**32))
 def test_smallest_distinct_is_the_prefix_of_each_sorted_set(docs, k, seed):
     """The cut-and-bucket-sort selection equals the first k of every distinct_sorted run,

@@ -144,21 +144,18 @@ def distinct_sorted(hashes: np.ndarray, doc: np.ndarray, n_docs: int) -> tuple[n
     """Per document, its distinct hashes in ascending order: ``(values, counts)``.
 
     ``doc`` must be non-decreasing (shingles come in document order).
-    ``values`` holds document 0's sorted set, then document 1's, ... Sorting
-    each document's run in place is ~15x faster than one global lexsort.
+    ``values`` holds document 0's sorted set, then document 1's, ... Each
+    document's run is sorted on its own by a compiled bucket sort
+    (``neardup.fingerprints.sketch_kernels.distinct_sorted``): on the real
+    site's 12.4 million shingles 0.15 s, against 0.35-0.5 s for numpy's sort
+    of each run from a Python loop, which also held the interpreter's lock.
     """
     if hashes.size == 0:
         return hashes, np.zeros(n_docs, dtype=np.int64)
-    from .. import kernels
+    from . import sketch_kernels
 
-    at = np.searchsorted(doc, np.arange(n_docs + 1))
-    bounds = at.tolist()
-    s = hashes.copy()
-    for i in range(n_docs):
-        if bounds[i + 1] - bounds[i] > 1:
-            s[bounds[i] : bounds[i + 1]].sort()
-    n, counts = kernels.drop_repeats(s, at.astype(np.int64))  # in place, one pass (numpy's masks took five)
-    return s[:n], counts
+    at = np.searchsorted(doc, np.arange(n_docs + 1)).astype(np.int64)
+    return sketch_kernels.distinct_sorted(hashes.astype(np.uint64, copy=False), at)
 
 
 def smallest_distinct(hashes: np.ndarray, doc: np.ndarray, n_docs: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,88 @@ def _bucket_sort(src, n, top, dst, fill):
         dst[j + 1] = v
 
 
+#: a bucket of more values than this is sorted by numba's sort, not by insertion
+SMALL_BUCKET = 32
+
+
+@njit(cache=True, nogil=True)
+def _insertion_sort(a, lo, hi):
+    """Sort ``a[lo:hi]`` in place by insertion (equal values do not move past each other)."""
+    for i in range(lo + 1, hi):
+        v = a[i]
+        j = i - 1
+        while j >= lo and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@njit(cache=True, nogil=True)
+def distinct_sorted(hashes, starts):
+    """Each run ``hashes[starts[d]:starts[d + 1]]``'s distinct values in ascending order:
+    ``(values, counts)``, run 0's values first. See ``fingerprints.hashing.distinct_sorted``.
+
+    A run of up to ``SMALL_BUCKET`` values is sorted by insertion; a longer one of ``m``
+    values is placed by a counting pass in about ``m / 4`` buckets by the values' leading
+    bits (hashes spread evenly), then each bucket is sorted on its own: by insertion, or
+    by numba's sort when it holds more than ``SMALL_BUCKET`` values, so values that do not
+    spread cost a sort, never a quadratic pass. Equal values share a bucket, so the
+    repeats are dropped as the sorted run is copied out.
+    """
+    n_docs = starts.size - 1
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, starts[d + 1] - starts[d])
+    out = np.empty(hashes.size, np.uint64)
+    counts = np.zeros(n_docs, np.int64)
+    srt = np.empty(longest, np.uint64)
+    most = 1
+    while (np.int64(1) << (most + 2)) <= longest and most < 20:
+        most += 1
+    fill = np.empty((np.int64(1) << most) + 1, np.int64)
+    pos = 0
+    for d in range(n_docs):
+        a = starts[d]
+        m = starts[d + 1] - a
+        if m <= SMALL_BUCKET:
+            for i in range(m):
+                srt[i] = hashes[a + i]
+            _insertion_sort(srt, 0, m)
+        else:
+            bits = 1
+            while (np.int64(1) << (bits + 2)) <= m and bits < most:
+                bits += 1
+            nb = np.int64(1) << bits
+            shift = uint64(64 - bits)
+            for b in range(nb + 1):
+                fill[b] = 0
+            for i in range(a, a + m):
+                fill[np.int64(hashes[i] >> shift) + 1] += 1
+            for b in range(nb):
+                fill[b + 1] += fill[b]
+            for i in range(a, a + m):
+                b = np.int64(hashes[i] >> shift)
+                srt[fill[b]] = hashes[i]
+                fill[b] += 1
+            lo = 0  # fill[b] is now where bucket b ends
+            for b in range(nb):
+                hi = fill[b]
+                if hi - lo > SMALL_BUCKET:
+                    srt[lo:hi].sort()
+                elif hi - lo > 1:
+                    _insertion_sort(srt, lo, hi)
+                lo = hi
+        n = 0
+        for i in range(m):
+            v = srt[i]
+            if n == 0 or out[pos + n - 1] != v:
+                out[pos + n] = v
+                n += 1
+        counts[d] = n
+        pos += n
+    return out[:pos], counts
+
+
 @njit(cache=True, nogil=True)
 def smallest_distinct(hashes, doc, n_docs, k):
     """Per document, its ``min(k, distinct)`` smallest distinct hashes, ascending:
