@@ -253,6 +253,40 @@ SH_P2 = uint64(0xC2B2AE3D27D4EB4F)
 SH_AV = uint64(0x165667919E3779F9)
 
 
+@njit(cache=True, inline="always")
+def shingle_run(tok, base, m, length, offset, init, out, k):
+    """The word-shingle hashes of one document (its ``m`` word hashes at ``tok[base:]``), as
+    ``shingles`` defines them, written to ``out[k:]``; returns the position after the last."""
+    if m >= length:
+        p = 0
+        while p <= m - length:
+            h = init
+            for j in range(length):
+                h = (_rotl(h, 31) ^ tok[base + p + j]) * SH_P1
+            h ^= h >> uint64(37)
+            h *= SH_AV
+            out[k] = h ^ (h >> uint64(32))
+            k += 1
+            p += offset
+    elif m > 0:
+        h = init
+        for j in range(m):
+            h = (_rotl(h, 31) ^ tok[base + j]) * SH_P1
+        h ^= h >> uint64(37)
+        h *= SH_AV
+        out[k] = h ^ (h >> uint64(32))
+        k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def shingle_count(m, length, offset):
+    """How many word shingles a document of ``m`` words has."""
+    if m >= length:
+        return (m - length) // offset + 1
+    return 1 if m > 0 else 0
+
+
 @njit(cache=True, nogil=True)
 def shingles(tok, counts, length, offset, seed):
     """Word-shingle hashes per document, as ``hashing.shingle_hashes_reference`` defines
@@ -260,11 +294,7 @@ def shingles(tok, counts, length, offset, seed):
     n_docs = counts.size
     total = 0
     for d in range(n_docs):
-        m = counts[d]
-        if m >= length:
-            total += (m - length) // offset + 1
-        elif m > 0:
-            total += 1
+        total += shingle_count(counts[d], length, offset)
     out = np.empty(total, np.uint64)
     doc = np.empty(total, np.int64)
     init = uint64(seed) ^ SH_P2
@@ -272,29 +302,10 @@ def shingles(tok, counts, length, offset, seed):
     base = 0
     for d in range(n_docs):
         m = counts[d]
-        if m >= length:
-            p = 0
-            while p <= m - length:
-                h = init
-                for j in range(length):
-                    h = (_rotl(h, 31) ^ tok[base + p + j]) * SH_P1
-                out[k] = h
-                doc[k] = d
-                k += 1
-                p += offset
-        elif m > 0:
-            h = init
-            for j in range(m):
-                h = (_rotl(h, 31) ^ tok[base + j]) * SH_P1
-            out[k] = h
-            doc[k] = d
-            k += 1
+        e = shingle_run(tok, base, m, length, offset, init, out, k)
+        doc[k:e] = d
+        k = e
         base += m
-    for i in range(total):
-        h = out[i]
-        h ^= h >> uint64(37)
-        h *= SH_AV
-        out[i] = h ^ (h >> uint64(32))
     return out, doc
 
 

@@ -303,6 +303,42 @@ def test_distinct_sorted_is_each_documents_unique_values(docs, seed):
     assert v.dtype == np.uint64 and v.tolist() == [x for w in want for x in w.tolist()]
 
 
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=10), st.integers(1, 8), st.integers(1, 3), st.integers(0, 2**32),
+       st.integers(2, 60))
+def test_shingle_sets_made_a_document_at_a_time_equal_the_sorted_hashes(counts, length, offset, seed, vocabulary):
+    """``hashing.shingle_sets`` (hashes sorted as each document's are made) gives what sorting
+    ``shingle_hashes`` gives, for short documents, empty ones, offsets and repeated shingles (a
+    small vocabulary of word hashes)."""
+    rng = np.random.default_rng(seed)
+    counts = np.array(counts, dtype=np.int64)
+    words = rng.integers(0, 2**64 - 1, vocabulary, dtype=np.uint64, endpoint=True)
+    tok = rng.choice(words, int(counts.sum())).astype(np.uint64)
+    h, doc = hashing.shingle_hashes(tok, counts, length, offset, seed)
+    want_v, want_c = hashing.distinct_sorted(h, doc, counts.size)
+    got_v, got_c = hashing.shingle_sets(tok, counts, length, offset, seed)
+    assert got_c.tolist() == want_c.tolist()
+    assert got_v.dtype == np.uint64 and got_v.tolist() == want_v.tolist()
+    ref_h, ref_doc = hashing.shingle_hashes_reference(tok, counts, length, offset, seed)
+    assert h.tolist() == ref_h.tolist() and doc.tolist() == ref_doc.tolist()
+
+
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=10), st.integers(1, 120), st.integers(0, 2**32), st.booleans())
+def test_bottomk_lists_are_the_sketch_rows_without_padding(sizes, k, seed, top):
+    """The compiled prefixes equal ``rows(sketches.bottom_k(...))``, the matrix without its padding,
+    also when a set holds the padding value itself (the largest hash)."""
+    rng = np.random.default_rng(seed)
+    parts = [np.unique(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)) for n in sizes]
+    if top:
+        parts = [np.union1d(p, [sketches.EMPTY]).astype(np.uint64) for p in parts]
+    values = np.concatenate(parts).astype(np.uint64)
+    counts = np.array([p.size for p in parts], dtype=np.int64)
+    from neardup.fingerprints import sketch_kernels
+
+    flat, lens = sketch_kernels.prefixes(values, counts, k)
+    want = fingerprints.rows(sketches.bottom_k(values, counts, k, 0, "universal"))
+    assert fingerprints.lists(flat, lens).to_pylist() == want.to_pylist()
+
+
 @given(st.lists(st.tuples(st.integers(0, 700), st.integers(1, 800)), min_size=1, max_size=12), st.integers(1, 150), st.integers(0, 2**32))
 def test_smallest_distinct_is_the_prefix_of_each_sorted_set(docs, k, seed):
     """The cut-and-bucket-sort selection equals the first k of every distinct_sorted run,

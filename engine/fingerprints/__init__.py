@@ -50,7 +50,11 @@ class Chunk:
 
     @functools.cached_property
     def shingle_set(self) -> tuple[np.ndarray, np.ndarray]:
-        return hashing.distinct_sorted(*self.shingle_hashes, self.n)
+        """Each document's distinct shingle hashes, ascending (``values, counts``): from the hashes
+        when they are made already, else straight from the words (``hashing.shingle_sets``)."""
+        if "shingle_hashes" in self.__dict__:
+            return hashing.distinct_sorted(*self.shingle_hashes, self.n)
+        return hashing.shingle_sets(self.word_hashes, self.a.word_counts, self.s.shingle_size, self.s.shingle_offset, self.s.seed)
 
     def shingle_groups(self) -> tuple[np.ndarray, np.ndarray]:
         """Each document's shingle hashes, grouped by document (``values, counts``): the sorted
@@ -109,9 +113,15 @@ def rows(m: np.ndarray) -> pa.Array:
     return lists(m[keep], keep.sum(axis=1))
 
 
-def _bottomk_input(c: Chunk) -> tuple[np.ndarray, np.ndarray]:
-    # with the universal scheme the sketch is the k smallest hashes (see sketches.bottom_k)
-    return c.smallest_shingles(c.s.bottomk) if c.s.permutation == "universal" else c.shingle_set
+def _bottomk(c: Chunk) -> pa.Array:
+    """The bottom-k sketches as lists (``rows`` of ``sketches.bottom_k``, without its padding)."""
+    k = c.s.bottomk
+    if c.s.permutation == "universal":  # the k smallest hashes: a prefix of each sorted set, taken as it is
+        from . import sketch_kernels
+
+        values, counts = c.smallest_shingles(k)
+        return lists(*sketch_kernels.prefixes(values, counts.astype(np.int64), k))
+    return rows(sketches.bottom_k(*c.shingle_set, k, c.s.seed, c.s.permutation))
 
 
 def _a6(c: Chunk, n_hashes: int) -> dict[str, pa.Array]:
@@ -144,7 +154,7 @@ def _a4(c: Chunk) -> dict[str, pa.Array]:
 COMPUTE = {
     "shingles": lambda c: packed(*c.shingle_set),
     "chars": lambda c: packed(*hashing.distinct_sorted(*hashing.char_shingle_hashes(c.normal, c.s.char_shingle_size, c.s.seed), c.n)),
-    "bottomk": lambda c: {"sketch": rows(sketches.bottom_k(*_bottomk_input(c), c.s.bottomk, c.s.seed, c.s.permutation))},
+    "bottomk": lambda c: {"sketch": _bottomk(c)},
     "minhash": lambda c: {"signature": rows(sketches.minhash(*c.shingle_groups(), c.s.minhash_perms, c.s.seed, c.s.permutation))},
     "simhash": lambda c: {"simhash": pa.array(simhash_mod.charikar(c.word_hashes, c.a.word_counts), pa.uint64())},
     "simhash_hp": lambda c: {"simhash": pa.array(simhash_mod.hyperplanes(c.words, c.a.word_counts, c.s.seed), pa.uint64())},
@@ -211,8 +221,11 @@ def compute_all(normal: pa.Array, analysis: Analysis, settings: Settings, timing
         images = {m: COMPUTE[m](c) for m in settings.methods if m in COMPUTE}
         return (images, *_terms(c))
     t = time.perf_counter()
-    if any(m in SHINGLE_METHODS for m in settings.methods):
-        c.shingle_hashes  # noqa: B018 - made here so that their time is not charged to one method
+    if "shingles" in settings.methods:  # the sets, which the other shingle methods then read
+        c.shingle_set  # noqa: B018 - made here so that their time is not charged to one method
+        t = lap(timings, "shingles", t)
+    elif any(m in SHINGLE_METHODS for m in settings.methods):
+        c.shingle_hashes  # noqa: B018 - as above
         t = lap(timings, "shingles", t)
     images = {}
     for m in settings.methods:

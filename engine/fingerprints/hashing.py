@@ -63,6 +63,17 @@ def shingle_hashes(tok: np.ndarray, counts: np.ndarray, length: int, offset: int
     return kernels.shingles(tok, counts.astype(np.int64), length, offset, seed)
 
 
+def shingle_sets(tok: np.ndarray, counts: np.ndarray, length: int, offset: int = 1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's distinct word-shingle hashes, ascending: ``(values, counts)``, the same as
+    ``distinct_sorted(*shingle_hashes(...))``, made a document at a time
+    (``neardup.fingerprints.sketch_kernels.shingle_sets``): on the real site's 22,000 pages
+    0.2 s against 0.28 s, without writing the chunk's 12 million hashes and their documents'
+    indexes (200 MB) out first."""
+    from . import sketch_kernels
+
+    return sketch_kernels.shingle_sets(tok, counts.astype(np.int64), length, offset, seed)
+
+
 def shingle_hashes_reference(tok: np.ndarray, counts: np.ndarray, length: int, offset: int = 1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Hashes of the word shingles of every document of a chunk.
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from ..kernels import SH_P2, shingle_count, shingle_run
+
 
 @njit(cache=True, nogil=True)
 def _bucket_sort(src, n, top, dst, fill):
@@ -51,6 +53,56 @@ def _insertion_sort(a, lo, hi):
 
 
 @njit(cache=True, nogil=True)
+def _sorted_run(src, a, m, srt, fill, most, out, pos):
+    """``src[a:a + m]``'s distinct values, ascending, written to ``out[pos:]``; returns how many.
+    ``srt`` (at least ``m`` values) and ``fill`` (``2**most + 1`` int64s) are scratch."""
+    if m <= SMALL_BUCKET:
+        for i in range(m):
+            srt[i] = src[a + i]
+        _insertion_sort(srt, 0, m)
+    else:
+        bits = 1
+        while (np.int64(1) << (bits + 2)) <= m and bits < most:
+            bits += 1
+        nb = np.int64(1) << bits
+        shift = uint64(64 - bits)
+        for b in range(nb + 1):
+            fill[b] = 0
+        for i in range(a, a + m):
+            fill[np.int64(src[i] >> shift) + 1] += 1
+        for b in range(nb):
+            fill[b + 1] += fill[b]
+        for i in range(a, a + m):
+            b = np.int64(src[i] >> shift)
+            srt[fill[b]] = src[i]
+            fill[b] += 1
+        lo = 0  # fill[b] is now where bucket b ends
+        for b in range(nb):
+            hi = fill[b]
+            if hi - lo > SMALL_BUCKET:
+                srt[lo:hi].sort()
+            elif hi - lo > 1:
+                _insertion_sort(srt, lo, hi)
+            lo = hi
+    n = 0
+    for i in range(m):
+        v = srt[i]
+        if n == 0 or out[pos + n - 1] != v:
+            out[pos + n] = v
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _bucket_bits(longest):
+    """The most leading bits ``_sorted_run`` buckets a run of ``longest`` values by."""
+    most = 1
+    while (np.int64(1) << (most + 2)) <= longest and most < 20:
+        most += 1
+    return most
+
+
+@njit(cache=True, nogil=True)
 def distinct_sorted(hashes, starts):
     """Each run ``hashes[starts[d]:starts[d + 1]]``'s distinct values in ascending order:
     ``(values, counts)``, run 0's values first. See ``fingerprints.hashing.distinct_sorted``.
@@ -69,51 +121,70 @@ def distinct_sorted(hashes, starts):
     out = np.empty(hashes.size, np.uint64)
     counts = np.zeros(n_docs, np.int64)
     srt = np.empty(longest, np.uint64)
-    most = 1
-    while (np.int64(1) << (most + 2)) <= longest and most < 20:
-        most += 1
+    most = _bucket_bits(longest)
     fill = np.empty((np.int64(1) << most) + 1, np.int64)
     pos = 0
     for d in range(n_docs):
-        a = starts[d]
-        m = starts[d + 1] - a
-        if m <= SMALL_BUCKET:
-            for i in range(m):
-                srt[i] = hashes[a + i]
-            _insertion_sort(srt, 0, m)
-        else:
-            bits = 1
-            while (np.int64(1) << (bits + 2)) <= m and bits < most:
-                bits += 1
-            nb = np.int64(1) << bits
-            shift = uint64(64 - bits)
-            for b in range(nb + 1):
-                fill[b] = 0
-            for i in range(a, a + m):
-                fill[np.int64(hashes[i] >> shift) + 1] += 1
-            for b in range(nb):
-                fill[b + 1] += fill[b]
-            for i in range(a, a + m):
-                b = np.int64(hashes[i] >> shift)
-                srt[fill[b]] = hashes[i]
-                fill[b] += 1
-            lo = 0  # fill[b] is now where bucket b ends
-            for b in range(nb):
-                hi = fill[b]
-                if hi - lo > SMALL_BUCKET:
-                    srt[lo:hi].sort()
-                elif hi - lo > 1:
-                    _insertion_sort(srt, lo, hi)
-                lo = hi
-        n = 0
-        for i in range(m):
-            v = srt[i]
-            if n == 0 or out[pos + n - 1] != v:
-                out[pos + n] = v
-                n += 1
+        n = _sorted_run(hashes, starts[d], starts[d + 1] - starts[d], srt, fill, most, out, pos)
         counts[d] = n
         pos += n
     return out[:pos], counts
+
+
+@njit(cache=True, nogil=True)
+def shingle_sets(tok, counts, length, offset, seed):
+    """Each document's distinct word-shingle hashes, ascending: ``(values, counts)``, the same as
+    ``distinct_sorted`` of ``kernels.shingles`` (see ``fingerprints.hashing.shingle_sets``), made a
+    document at a time: its hashes are sorted while they are in the cache, and neither the
+    chunk's hashes nor their documents' indexes are written out whole."""
+    n_docs = counts.size
+    longest = 0
+    total = 0
+    for d in range(n_docs):
+        m = shingle_count(counts[d], length, offset)
+        longest = max(longest, m)
+        total += m
+    out = np.empty(total, np.uint64)
+    per_doc = np.zeros(n_docs, np.int64)
+    buf = np.empty(longest, np.uint64)
+    srt = np.empty(longest, np.uint64)
+    most = _bucket_bits(longest)
+    fill = np.empty((np.int64(1) << most) + 1, np.int64)
+    init = uint64(seed) ^ SH_P2
+    pos = 0
+    base = 0
+    for d in range(n_docs):
+        m = counts[d]
+        k = shingle_run(tok, base, m, length, offset, init, buf, 0)
+        n = _sorted_run(buf, 0, k, srt, fill, most, out, pos)
+        per_doc[d] = n
+        pos += n
+        base += m
+    return out[:pos], per_doc
+
+
+@njit(cache=True, nogil=True)
+def prefixes(values, counts, k):
+    """The first ``min(k, counts[d])`` of each run of ``values`` (``counts[d]`` values each, runs in
+    order), leaving out the value ``2^64 - 1`` (the sketches' padding): ``(values, lengths)``."""
+    total = 0
+    for d in range(counts.size):
+        total += min(k, counts[d])
+    out = np.empty(total, np.uint64)
+    lens = np.zeros(counts.size, np.int64)
+    empty = uint64(0xFFFFFFFFFFFFFFFF)
+    a = 0
+    pos = 0
+    for d in range(counts.size):
+        n = 0
+        for i in range(a, a + min(k, counts[d])):
+            if values[i] != empty:
+                out[pos + n] = values[i]
+                n += 1
+        lens[d] = n
+        pos += n
+        a += counts[d]
+    return out[:pos], lens
 
 
 @njit(cache=True, nogil=True)
