@@ -298,57 +298,64 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
         written = WrittenRows()  # the batch's rows, read by its searches and postings below
         next_doc = _write_chunks(w, chunks, batch_id, next_doc, res, strict, progress, budget, written)
         n_added = next_doc - first_doc
-        fingerprints = None  # the batch's fingerprint postings, derived from its rows before the commit
+        writing = None  # the LMDB write of the batch's postings, filled in a thread beside what follows
         if n_added and any(m in lexical.STATS_METHODS for m in w.settings.methods):
             t = time.perf_counter()
             lexical.batch_end(con, first_doc, next_doc - 1, w.settings.methods, w.settings.seed)
             res.tick("lexical", t)
-        if n_added:
-            crashpoint("before-pairs")
-            stage(batch_id, "pairs")
-            # the concept neighbours need nothing the pairs find: searched for beside them
-            search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings, written) \
-                if "concept" in w.settings.clusters else None
-            try:
-                # the pair generators' keys are also the batch's postings (``keys.fingerprint_postings``,
-                # from the same rows): derived once, written to LMDB after the commit
-                t = time.perf_counter()
-                keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings, written)
-                res.tick("candidate keys", t)
-                res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
-                                                   res.timings, keys=keys, beside=True, values=values)
-            except BaseException:
-                if search is not None:
-                    search.abandon()
-                raise
-            stage(batch_id, "clusters")
-            res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
-            fingerprints = fingerprint_postings(con, first_doc, next_doc - 1, w.settings, candidates=keys,
-                                                concept=search.result().postings if search is not None else None)
-            del keys
-            catalog.start_writeback(w.index.catalog_path)  # and the pairs' and clusters' row groups
-        con.execute(
-            query("catalog", "insert_batch"),
-            [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
-             res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
-             "committed", __version__],
-        )
-        if res.timings:
-            con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
-        crashpoint("duckdb-before-commit")
-        stage(batch_id, "commit")
-        # the postings, derived from the batch's rows exactly as crash recovery derives them from
-        # the committed ones, are written to LMDB beside DuckDB's commit and committed after it
-        t = time.perf_counter()
-        postings = w.batch_postings(batch_id, fingerprints, written) if n_added else {}
-        del fingerprints, written
-        t = res.tick("postings", t)
-        writing = w.write_postings(batch_id, postings)
-        del postings
         try:
+            if n_added:
+                crashpoint("before-pairs")
+                stage(batch_id, "pairs")
+                # the concept neighbours need nothing the pairs find: searched for beside them
+                search = clusters.NeighbourSearch(con, w.postings, first_doc, next_doc - 1, w.settings, written) \
+                    if "concept" in w.settings.clusters else None
+                try:
+                    # the pair generators' keys are also the batch's postings (``keys.fingerprint_postings``,
+                    # from the same rows): derived once, written to LMDB after the commit
+                    t = time.perf_counter()
+                    keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings, written)
+                    res.tick("candidate keys", t)
+                    res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
+                                                       res.timings, keys=keys, beside=True, values=values)
+                except BaseException:
+                    if search is not None:
+                        search.abandon()
+                    raise
+                # the postings, derived from the batch's rows exactly as crash recovery derives them from
+                # the committed ones (the concept postings once the concept thread ends), go into an LMDB
+                # write transaction in a thread of its own while the clusters are updated and the catalog
+                # commits; it commits after the catalog (``PostingsWrite``)
+                t = time.perf_counter()
+                concept = search.result().postings if search is not None else None
+                t = res.tick("clusters: wait", t)
+                fingerprints = fingerprint_postings(con, first_doc, next_doc - 1, w.settings, candidates=keys, concept=concept)
+                del keys, concept
+                postings = w.batch_postings(batch_id, fingerprints, written)
+                del fingerprints, written
+                res.tick("postings", t)
+                writing = w.write_postings(batch_id, postings)
+                del postings
+                stage(batch_id, "clusters")
+                res.clusters = clusters.update(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings, res.timings, search)
+                catalog.start_writeback(w.index.catalog_path)  # and the pairs' and clusters' row groups
+            con.execute(
+                query("catalog", "insert_batch"),
+                [batch_id, source, started, res.n_docs, res.n_unchanged, res.n_skipped, res.n_rejected,
+                 res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
+                 "committed", __version__],
+            )
+            if res.timings:
+                con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
+            crashpoint("duckdb-before-commit")
+            stage(batch_id, "commit")
+            t = time.perf_counter()
+            if writing is None:
+                writing = w.write_postings(batch_id, {})
             con.execute("COMMIT")
         except BaseException:
-            writing.abandon()
+            if writing is not None:
+                writing.abandon()
             raise
         writing.catalog_committed()
         res.tick("commit", t)

@@ -465,3 +465,31 @@ def test_postings_written_beside_the_commit_wait_for_it_and_are_dropped_when_it_
         writing.catalog_committed()
         writing.result()
         assert (w.postings.applied_batch(), w.postings.get("t", 7).tolist()) == (applied + 1, [1000])
+
+
+def test_a_clusters_update_that_fails_beside_the_postings_write_leaves_the_index_as_it_was(tmp_path, index_dir, monkeypatch):
+    """The batch's postings go into their LMDB transaction while the clusters are updated: when the
+    update fails, that transaction is dropped with the catalog's, and ingesting again adds the batch."""
+    from neardup import clusters as clusters_mod
+
+    first = write_jsonl(tmp_path / "a.jsonl", [{"url": f"a{i}", "text": words_text(40, i)} for i in range(6)])
+    second = write_jsonl(tmp_path / "b.jsonl", [{"url": f"b{i}", "text": words_text(40, i % 3)} for i in range(6)])
+    ingest(Index(index_dir), str(first))
+    with Index(index_dir).writer() as w:
+        applied = w.postings.applied_batch()
+    before = snapshot(index_dir)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("clusters update failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(clusters_mod, "update", broken)
+        with pytest.raises(RuntimeError, match="clusters update failed"):
+            ingest(Index(index_dir), str(second))
+    assert snapshot(index_dir) == before
+    with Index(index_dir).writer() as w:
+        assert w.postings.applied_batch() == applied
+    res = ingest(Index(index_dir), str(second))
+    assert res.n_docs == 6 and res.pairs["jaccard"] > 0
+    with Index(index_dir).writer() as w:
+        assert w.postings.applied_batch() == res.batch_id

@@ -276,10 +276,10 @@ class CatalogNotCommitted(Exception):
 
 
 class PostingsWrite:
-    """A batch's postings written in a thread while the caller commits the catalog.
+    """A batch's postings written in a thread while the caller updates the clusters and commits the catalog.
 
-    The LMDB transaction is filled beside DuckDB's commit (which compresses and writes the batch's
-    rows on about one core) but commits only after ``catalog_committed()``: the order of the write
+    The LMDB transaction is filled beside the clusters' update and DuckDB's commit (which compresses
+    and writes the batch's rows on about one core) but commits only after ``catalog_committed()``: the order of the write
     protocol (catalog first, postings second) is kept, and ``abandon()`` (the catalog's commit
     failed) aborts it. ``result()`` waits for the write and raises what it raised."""
 
