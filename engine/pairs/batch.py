@@ -109,15 +109,15 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         a, b, sim = (np.concatenate(c) for c in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
         counts[m] = int(a.size)
         if a.size:
-            order = np.lexsort((b, a))
+            order = pair_order(a, b)
             rows = pa.table({
                 "doc_a": pa.array(a[order], pa.int64()), "doc_b": pa.array(b[order], pa.int64()),
-                "method": pa.array([m] * a.size, pa.string()), "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
+                "similarity": pa.array(np.asarray(sim, np.float64)[order], pa.float64()),
                 "batch_id": pa.array(np.full(a.size, batch_id, np.int32)),
             })
             con.register("new_pairs", rows)
             try:
-                con.execute("INSERT INTO duplicates BY NAME SELECT * FROM new_pairs")
+                con.execute("INSERT INTO duplicates BY NAME SELECT *, ?::VARCHAR AS method FROM new_pairs", [m])
             finally:
                 con.unregister("new_pairs")
     if timings is not None:
@@ -126,6 +126,16 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
         timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
     return counts
+
+
+def pair_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The order of the pairs ``(a[i], b[i])`` by ``a``, then ``b`` (``np.lexsort((b, a))``): one sort
+    of ``a * 2^32 + b`` when the ids fit in 32 bits (a stable sort: equal pairs keep their order)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.size and int(min(a.min(), b.min())) >= 0 and int(max(a.max(), b.max())) < 1 << 32:
+        return np.argsort((a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64), kind="stable")
+    return np.lexsort((b, a))
 
 
 def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: list[str], whole: list[str],
