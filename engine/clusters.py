@@ -322,7 +322,8 @@ def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
     if pairs.num_rows == 0:
         return {"created": 0, "removed": 0}
     a, b = (pairs.column(c).to_numpy().astype(np.int64) for c in ("doc_a", "doc_b"))
-    con.register("pair_docs", pa.table({"doc_id": pa.array(unique(np.concatenate([a, b])), pa.int64())}))
+    docs = unique(np.concatenate([a, b]))
+    con.register("pair_docs", pa.table({"doc_id": pa.array(docs, pa.int64())}))
     try:
         old = con.sql(
             "SELECT m.cluster_id, m.doc_id FROM cluster_members m JOIN clusters c USING (cluster_id) "
@@ -333,16 +334,17 @@ def update_components(con, batch_id: int, settings: Settings) -> dict[str, int]:
     o_cid, o_doc = (old.column(c).to_numpy().astype(np.int64) for c in ("cluster_id", "doc_id"))
     removed = unique(o_cid).tolist()
     _remove(con, removed, "components", batch_id)
-    found = [(g, None, None, False) for g in _components(a, b, o_cid, o_doc)]
+    found = [(g, None, None, False) for g in _components(a, b, o_cid, o_doc, None if o_doc.size else docs)]
     _insert(con, "components", batch_id, found, {"pairs": method})
     return {"created": len(found), "removed": len(removed)}
 
 
 def _components(a: np.ndarray, b: np.ndarray, o_cid: np.ndarray | None = None,
-                o_doc: np.ndarray | None = None) -> list[tuple[int, ...]]:
+                o_doc: np.ndarray | None = None, nodes: np.ndarray | None = None) -> list[tuple[int, ...]]:
     """The connected components (two members or more) of the graph of the pairs ``(a[i], b[i])``
     and of the components given as ``(o_cid[j], o_doc[j])`` rows (cluster, member), each as its
-    ascending members, ordered by their smallest member (as sorted member tuples sort)."""
+    ascending members, ordered by their smallest member (as sorted member tuples sort). ``nodes``:
+    every node ascending, when the caller has them (else found here)."""
     from . import kernels
 
     if o_cid is None or o_cid.size == 0:
@@ -352,7 +354,8 @@ def _components(a: np.ndarray, b: np.ndarray, o_cid: np.ndarray | None = None,
         o_cid, o_doc = o_cid[order], o_doc[order]
         starts = np.flatnonzero(np.r_[True, o_cid[1:] != o_cid[:-1]])
         o_first = np.repeat(o_doc[starts], np.diff(np.r_[starts, o_cid.size]))
-    nodes = unique(np.concatenate([a, b, o_doc]).astype(np.int64))
+    if nodes is None:
+        nodes = unique(np.concatenate([a, b, o_doc]).astype(np.int64))
     root = kernels.component_roots(nodes.size, np.searchsorted(nodes, np.concatenate([a, o_first])),
                                    np.searchsorted(nodes, np.concatenate([b, o_doc])))  # a component's smallest node
     members = nodes[np.argsort(root, kind="stable")].tolist()  # by component, then ascending
