@@ -48,6 +48,16 @@ def key_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     return order
 
 
+def pair_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The order of the pairs ``(a[i], b[i])`` by ``a``, then ``b`` (``np.lexsort((b, a))``): one sort
+    of ``a * 2^32 + b`` when the ids fit in 32 bits (a stable sort: equal pairs keep their order)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if a.size and int(min(a.min(), b.min())) >= 0 and int(max(a.max(), b.max())) < 1 << 32:
+        return np.argsort((a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64), kind="stable")
+    return np.lexsort((b, a))
+
+
 def sorted_distinct_pairs(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``(key, doc)`` rows, sorted by key then doc (``keys``, ``docs``: uint64), by the
     compiled bucket sort of ``neardup.sort_kernels`` (the keys are hash values)."""

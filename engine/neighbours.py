@@ -43,7 +43,7 @@ import numpy as np
 
 from .pairs.groups import _decode, dense_unique, holders_of, read_older_holders  # the candidate generators' decoder and lookups
 from .pipeline import in_parts
-from .arrays import unique
+from .arrays import pair_order, unique
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
@@ -233,7 +233,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     if not out_a:
         return none
     a, b, c = np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_c)
-    order = np.lexsort((b, a))
+    order = pair_order(a, b)
     return a[order], b[order], c[order]
 
 
@@ -262,7 +262,7 @@ def neighbour_arrays(a: np.ndarray, b: np.ndarray, lo: int = 0) -> tuple[np.ndar
     src, dst = np.concatenate([a, b]), np.concatenate([b, a])
     keep = src >= lo
     src, dst = src[keep], dst[keep]
-    order = np.lexsort((dst, src))
+    order = pair_order(src, dst)
     src, dst = src[order], dst[order]
     if src.size:
         first = np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])]

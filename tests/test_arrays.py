@@ -1,4 +1,4 @@
-"""Array helpers: ``arrays.unique`` is ``np.unique`` by a sort, ``key_order`` is ``np.lexsort``,
+"""Array helpers: ``arrays.unique`` is ``np.unique`` by a sort, ``key_order`` and ``pair_order`` are ``np.lexsort``,
 ``sorted_distinct_pairs`` the distinct rows in order; ``pipeline.in_parts`` is one call."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import pipeline
-from neardup.arrays import key_order, sorted_distinct_pairs, unique
+from neardup.arrays import key_order, pair_order, sorted_distinct_pairs, unique
 
 
 @settings(max_examples=100, deadline=None)
@@ -94,3 +94,12 @@ def test_sorted_distinct_pairs_of_many_rows():
     keep = np.ones(sk.size, dtype=bool)
     keep[1:] = (sk[1:] != sk[:-1]) | (sd[1:] != sd[:-1])
     assert np.array_equal(k, sk[keep]) and np.array_equal(d, sd[keep])
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=60), st.booleans())
+def test_pair_order_is_lexsort_by_first_then_second(pairs, big):
+    """One sort of packed keys orders pairs as ``np.lexsort((b, a))`` does (ties in input order),
+    and ids past 32 bits fall back to lexsort itself."""
+    a = np.array([p[0] for p in pairs], dtype=np.int64) + (1 << 40 if big else 0)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    assert pair_order(a, b).tolist() == np.lexsort((b, a)).tolist()

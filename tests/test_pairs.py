@@ -713,14 +713,3 @@ def test_the_agreement_filter_drops_a_pair_at_the_threshold_with_at_most_its_ris
         assert below <= AGREEMENT_RISK < nxt or m == n  # the largest such bound
     assert min_agreements(0.8, 100) == 62
     assert min_agreements(0.8, 100, 1e-7) == 57
-
-
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=60), st.booleans())
-def test_pair_order_is_lexsort_by_first_then_second(pairs, big):
-    """One sort of packed keys orders pairs as ``np.lexsort((b, a))`` does (ties in input order),
-    and ids past 32 bits fall back to lexsort itself."""
-    from neardup.pairs.batch import pair_order
-
-    a = np.array([p[0] for p in pairs], dtype=np.int64) + (1 << 40 if big else 0)
-    b = np.array([p[1] for p in pairs], dtype=np.int64)
-    assert pair_order(a, b).tolist() == np.lexsort((b, a)).tolist()

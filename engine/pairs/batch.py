@@ -20,7 +20,7 @@ from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
                      minhash_similarity, shingle_jaccard)
-from ..arrays import unique
+from ..arrays import pair_order, unique
 
 #: candidate rows (key matches before deduplication) one slice of a batch's documents may hold in
 #: memory; the slices' documents are chosen from the rows per document seen so far (bounds the memory
@@ -126,16 +126,6 @@ def find_batch_pairs(con, postings, lo: int, hi: int, batch_id: int, settings: S
         timings["verify"] = timings.get("verify", 0.0) + t_verify - t_keys - spent[0]
         timings["store pairs"] = timings.get("store pairs", 0.0) + time.perf_counter() - t_verify
     return counts
-
-
-def pair_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The order of the pairs ``(a[i], b[i])`` by ``a``, then ``b`` (``np.lexsort((b, a))``): one sort
-    of ``a * 2^32 + b`` when the ids fit in 32 bits (a stable sort: equal pairs keep their order)."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    if a.size and int(min(a.min(), b.min())) >= 0 and int(max(a.max(), b.max())) < 1 << 32:
-        return np.argsort((a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64), kind="stable")
-    return np.lexsort((b, a))
 
 
 def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: list[str], whole: list[str],
