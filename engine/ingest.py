@@ -42,6 +42,8 @@ from .store.index import Index, Writer
 from .store.rows import WrittenRows, insert_by_row, insert_fingerprints, shift_sentences
 from .arrays import unique
 
+#: the stages whose seconds are known only after the batch's commit (written to ``batch_timings`` then)
+LATE_TIMINGS = ("commit", "postings")
 ProgressFn = Callable[[int, int], None]  # (records seen, bytes read) since the last call
 StageFn = Callable[[int, str], None]  # (batch id, stage): the stage the ingest enters, see STAGES
 #: the stages of one batch, in order, as ``on_stage`` reports them
@@ -345,8 +347,9 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
                  res.n_bytes, first_doc if n_added else None, next_doc - 1 if n_added else None,
                  "committed", __version__],
             )
-            if res.timings:
-                con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", [[batch_id, k, v] for k, v in sorted(res.timings.items())])
+            known = [[batch_id, k, v] for k, v in sorted(res.timings.items()) if k not in LATE_TIMINGS]
+            if known:
+                con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)", known)
             crashpoint("duckdb-before-commit")
             stage(batch_id, "commit")
             t = time.perf_counter()
@@ -377,7 +380,7 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
     # the commit's and the postings' seconds, known only now: kept apart from the batch's rows (a
     # crash before this loses two timing rows, nothing else)
     con.executemany("INSERT INTO batch_timings VALUES (?, ?, ?)",
-                    [[batch_id, k, res.timings.get(k, 0.0)] for k in ("commit", "postings")])
+                    [[batch_id, k, res.timings.get(k, 0.0)] for k in LATE_TIMINGS])
     res.seconds = time.perf_counter() - t0
     return res
 
