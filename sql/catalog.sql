@@ -16,6 +16,10 @@ SELECT version FROM schema_migrations ORDER BY version;
 -- Record one applied migration.
 INSERT INTO schema_migrations VALUES (?, ?, now()::TIMESTAMP);
 
+-- name: stamp_migrations
+-- A new catalog copied from an empty one of the same schema: its migrations applied now.
+UPDATE schema_migrations SET applied_at = now()::TIMESTAMP;
+
 -- name: get_settings
 -- Every stored setting.
 SELECT key, value FROM settings ORDER BY key;

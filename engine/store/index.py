@@ -340,12 +340,17 @@ class Writer:
         self.repaired: list[int] = []
 
     def open(self, create_with: Settings | None) -> None:
-        self.con = catalog.connect(self.index.catalog_path, read_only=False)
+        path = self.index.catalog_path
+        # a new index's catalog: a copy of an empty one of this schema, when one can be kept
+        fresh = not path.exists() and not Path(str(path) + ".wal").exists() and catalog.from_template(path)
+        self.con = catalog.connect(path, read_only=False)
         self.con.execute("PRAGMA disable_checkpoint_on_shutdown")  # see the module docstring, step 4
         # DuckDB's buffer pool would otherwise keep every block a batch reads or a checkpoint rewrites, up
         # to 80% of RAM: the process's memory would follow the catalog's size, not the batch
         self.con.execute(f"SET memory_limit = '{memory.current().scaled(WRITER_DUCKDB_MEMORY)}B'")
         catalog.migrate(self.con)
+        if fresh:
+            catalog.stamp_migrations(self.con)
         stored = catalog.read_settings(self.con)
         if not stored:
             s = create_with or Settings()
