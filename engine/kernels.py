@@ -254,27 +254,28 @@ SH_AV = uint64(0x165667919E3779F9)
 
 
 @njit(cache=True, inline="always")
+def _shingle_hash(tok, start, n, init):
+    """The hash of the ``n`` word hashes ``tok[start:start + n]``: combined in order, then mixed."""
+    h = init
+    for j in range(n):
+        h = (_rotl(h, 31) ^ tok[start + j]) * SH_P1
+    h ^= h >> uint64(37)
+    h *= SH_AV
+    return h ^ (h >> uint64(32))
+
+
+@njit(cache=True, inline="always")
 def shingle_run(tok, base, m, length, offset, init, out, k):
     """The word-shingle hashes of one document (its ``m`` word hashes at ``tok[base:]``), as
     ``shingles`` defines them, written to ``out[k:]``; returns the position after the last."""
     if m >= length:
         p = 0
         while p <= m - length:
-            h = init
-            for j in range(length):
-                h = (_rotl(h, 31) ^ tok[base + p + j]) * SH_P1
-            h ^= h >> uint64(37)
-            h *= SH_AV
-            out[k] = h ^ (h >> uint64(32))
+            out[k] = _shingle_hash(tok, base + p, length, init)
             k += 1
             p += offset
     elif m > 0:
-        h = init
-        for j in range(m):
-            h = (_rotl(h, 31) ^ tok[base + j]) * SH_P1
-        h ^= h >> uint64(37)
-        h *= SH_AV
-        out[k] = h ^ (h >> uint64(32))
+        out[k] = _shingle_hash(tok, base, m, init)
         k += 1
     return k
 

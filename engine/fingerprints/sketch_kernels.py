@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit, uint64
 
 from ..kernels import SH_P2, shingle_count, shingle_run
+from ..sort_kernels import SMALL_BUCKET  # a bucket of more values is sorted by numba's sort, not by insertion
 
 
 @njit(cache=True, nogil=True)
@@ -36,8 +37,6 @@ def _bucket_sort(src, n, top, dst, fill):
         dst[j + 1] = v
 
 
-#: a bucket of more values than this is sorted by numba's sort, not by insertion
-SMALL_BUCKET = 32
 
 
 @njit(cache=True, nogil=True)
