@@ -132,22 +132,42 @@ def neighbour_masks(sv, offs, a, nbs, w, out):
     """Into ``out[j]``: the mask of neighbour ``nbs[j]`` over the positions of anchor ``a``'s sorted
     sketch (bit i: its i-th smallest value). ``sv``: every sketch sorted (``sorted_segments``);
     ``a`` and ``nbs`` index its segments. A value equal to several positions sets the first, as
-    ``np.searchsorted`` does in the reference."""
+    ``np.searchsorted`` does in the reference.
+
+    One merge of the two sorted sketches per neighbour, without a branch on the values: each step
+    sets bit i when the two heads are equal and moves past the smaller head, past both when
+    equal; near-copies share most values, so a loop that branched on each comparison mispredicted
+    at every change between runs of equal and unequal heads. An anchor sketch holding a value
+    twice (sketches are sets; only a caller's arrays can) moves past the neighbour's head alone
+    when equal, so that the value's next copy in the neighbour meets its first position again."""
     s0, e0 = offs[a], offs[a + 1]
     n = e0 - s0
+    repeats = False
+    for i in range(s0 + 1, e0):
+        if sv[i] == sv[i - 1]:
+            repeats = True
+            break
     for j in range(nbs.size):
         for t in range(w):
             out[j, t] = uint64(0)
-        i = 0
         d = nbs[j]
-        for p in range(offs[d], offs[d + 1]):
-            v = sv[p]
-            while i < n and sv[s0 + i] < v:
-                i += 1
-            if i == n:
-                break
-            if sv[s0 + i] == v:
-                out[j, i >> 6] |= uint64(1) << uint64(i & 63)
+        i = 0
+        p = offs[d]
+        pe = offs[d + 1]
+        if repeats:
+            while i < n and p < pe:
+                x = sv[s0 + i]
+                y = sv[p]
+                out[j, i >> 6] |= uint64(x == y) << uint64(i & 63)
+                i += x < y
+                p += y <= x
+        else:
+            while i < n and p < pe:
+                x = sv[s0 + i]
+                y = sv[p]
+                out[j, i >> 6] |= uint64(x == y) << uint64(i & 63)
+                i += x <= y
+                p += y <= x
 
 
 @njit(cache=True, nogil=True)

@@ -148,3 +148,30 @@ def test_many_sets_and_a_budget_between_them():
     for budget in (1, 10, 100, 500, 1000, 2000, 5000, concepts.DEFAULT_BUDGET):
         got, want = both(1, sk, nb[1], 88, lambda d: True, budget)
         assert got == want, budget
+
+
+@settings(max_examples=200)
+@given(st.lists(st.lists(st.integers(0, 12), min_size=0, max_size=150), min_size=2, max_size=6))
+def test_neighbour_masks_mark_the_first_position_of_each_shared_value(sketches):
+    """The compiled masks equal the reference's (``np.searchsorted`` of each neighbour value in the
+    anchor's sorted sketch, the first position of a value met several times), values repeated on
+    either side included."""
+    from neardup import concept_kernels
+
+    parts = [np.sort(np.array(s, dtype=np.uint64)) for s in sketches]
+    lens = np.array([p.size for p in parts], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    sv = np.concatenate(parts)
+    a, nbs = 0, np.arange(1, len(parts), dtype=np.int64)
+    n = int(lens[0])
+    w = max(1, (n + 63) >> 6)
+    out = np.full((nbs.size, w), 7, dtype=np.uint64)  # overwritten
+    concept_kernels.neighbour_masks(sv, offs, a, nbs, w, out)
+    for j, d in enumerate(nbs.tolist()):
+        want = np.zeros(w, dtype=np.uint64)
+        anchor = parts[0]
+        for v in parts[d].tolist():
+            i = int(np.searchsorted(anchor, np.uint64(v)))
+            if i < n and anchor[i] == v:
+                want[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        assert out[j].tolist() == want.tolist(), (j, d)
