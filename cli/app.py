@@ -140,6 +140,13 @@ PairsOpt = Annotated[
 ]
 
 
+def parse_clusters(value: str) -> tuple[str, ...]:
+    """``--keep-clusters``: a comma-separated list, ``both`` for ``concept,components``, ``''`` for none."""
+    if value.strip() == "both":
+        return ("concept", "components")
+    return tuple(c.strip() for c in value.split(",") if c.strip())
+
+
 def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_shingle_size, sketch, minhash_perms, permutation,
                    threshold=None, simhash_bits=None, pairs=None, keep_clusters=None, concept_support=None, content=None) -> dict:
     """The settings given on the command line (None for those not given)."""
@@ -157,7 +164,7 @@ def _settings_args(min_words, seed, methods, shingle_size, shingle_offset, char_
         "threshold": threshold,
         "simhash_bits": simhash_bits,
         "pairs": parse_pairs(pairs, method_list) if pairs is not None else None,
-        "clusters": tuple(c.strip() for c in keep_clusters.split(",") if c.strip()) if keep_clusters is not None else None,
+        "clusters": parse_clusters(keep_clusters) if keep_clusters is not None else None,
         "concept_support": concept_support,
         "content": content,
     }

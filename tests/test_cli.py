@@ -149,6 +149,19 @@ def test_list_settings_given_again_on_an_existing_index_match(tmp_path):
     assert r.exit_code == 2 and "pairs=" in r.output
 
 
+def test_keep_clusters_both_is_concept_and_components(tmp_path):
+    """``--keep-clusters both`` (the option's help names it) keeps the two clusterings, as the
+    default does; a second ingest giving ``concept,components`` matches it."""
+    idx = str(tmp_path / "i")
+    first = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])
+    second = write_jsonl(tmp_path / "b.jsonl", [{"url": "b", "text": words_text(20, 7)}])
+    assert invoke("ingest", "--index", idx, "--keep-clusters", "both", str(first)).exit_code == 0
+    r = invoke("ingest", "--index", idx, "--keep-clusters", "concept,components", str(second))
+    assert r.exit_code == 0 and "1 added" in r.output
+    r = invoke("sql", "--index", idx, "--format", "json", "SELECT value FROM settings WHERE key = 'clusters'")
+    assert r.exit_code == 0 and json.loads(json.loads(r.output.strip())["value"]) == ["concept", "components"], r.output
+
+
 def test_sql_refuses_writes_and_reports_bad_queries(tmp_path):
     idx = str(tmp_path / "i")
     invoke("ingest", "--index", idx, str(write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])))
