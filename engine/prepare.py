@@ -115,25 +115,30 @@ def prepare(chunk: pa.RecordBatch, settings: Settings) -> Prepared:
             w = int(n_words[i])
             why = "empty text (no words)" if w == 0 else f"too short: {w} words (< {settings.min_words})"
             rejects.append(Reject(sources[i], records[i], f"{why} (url {urls[i]})"))
+    everyone = bool(ok.all())
     mask = pa.array(ok)
-    kept_text = cleaned.filter(mask)
+
+    def kept(arr):  # the rows kept; all of them without a copy (the usual chunk: no reject)
+        return arr if everyone else arr.filter(mask)
+
+    kept_text = kept(cleaned)
     hashes = content_hashes(kept_text)
     images, terms, sent_terms, sent_texts = fingerprints.compute_all(normal, analysis, settings, timings)
-    columns = {f"{m}.{col}": arr.filter(mask) for m, cols in images.items() for col, arr in cols.items()}
+    columns = {f"{m}.{col}": kept(arr) for m, cols in images.items() for col, arr in cols.items()}
     columns["_row"] = pa.array(np.flatnonzero(ok), pa.int64())
     table = pa.table(
         {
             **columns,
-            "url": chunk.column("url").filter(mask),
-            "source": chunk.column("source").filter(mask),
-            "record": chunk.column("record").filter(mask),
+            "url": kept(chunk.column("url")),
+            "source": kept(chunk.column("source")),
+            "record": kept(chunk.column("record")),
             "text": kept_text,
             "n_words": pa.array(n_words[ok], pa.int32()),
             "n_sentences": pa.array(n_sentences[ok], pa.int32()),
             "n_bytes": pc.cast(pc.binary_length(kept_text), pa.int32()),
             "content_hash": pa.array(hashes, pa.uint64()),
-            "content": kind.filter(mask),
-            "main_text": main.filter(mask),
+            "content": kept(kind),
+            "main_text": kept(main),
         }
     )
     return Prepared(table, rejects, terms, sent_terms, sent_texts, timings)
