@@ -126,11 +126,16 @@ def _remove(con, ids: list[int], method: str, batch_id: int) -> None:
         con.unregister("gone_ids")
 
 
-def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], int | None, tuple[int, ...] | None, bool]], params: dict) -> list[int]:
-    """Insert clusters ``(members, support, common, truncated)``; returns their ids."""
-    if not found:
+def _insert(con, method: str, batch_id: int,
+            found: list[tuple[tuple[int, ...], int | None, tuple[int, ...] | None, bool]] | concepts.ConceptArrays,
+            params: dict) -> list[int]:
+    """Insert clusters ``(members, support, common, truncated)`` (or ``concepts.ConceptArrays``:
+    support is the number of common elements); returns their ids."""
+    if not len(found):
         return []
     first = _next_cluster_id(con)
+    if isinstance(found, concepts.ConceptArrays):
+        return _insert_arrays(con, method, batch_id, found, params, first)
     ids = list(range(first, first + len(found)))
     rows = pa.table({
         "cluster_id": pa.array(ids, pa.int64()),
@@ -147,6 +152,35 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
         "cluster_id": pa.array(np.repeat(ids, [len(f[0]) for f in found]), pa.int64()),
         "doc_id": pa.array([d for f in found for d in f[0]], pa.int64()),
     })
+    _insert_tables(con, rows, members)
+    return ids
+
+
+def _insert_arrays(con, method: str, batch_id: int, found: concepts.ConceptArrays, params: dict, first: int) -> list[int]:
+    """``_insert`` of ``concepts.ConceptArrays``: the same rows, built from the arrays."""
+    n = len(found)
+    ids = np.arange(first, first + n, dtype=np.int64)
+    sizes = np.diff(found.m_off)
+    rows = pa.table({
+        "cluster_id": pa.array(ids, pa.int64()),
+        "method": pa.array([method] * n, pa.string()),
+        "size": pa.array(sizes, pa.int32()),
+        "support": pa.array(np.diff(found.c_off), pa.int32()),
+        "params": pa.array([json.dumps(params, sort_keys=True)] * n, pa.string()),
+        "representative": pa.array(found.members[found.m_off[:-1]], pa.int64()),  # members ascending: the first
+        "common": pa.ListArray.from_arrays(pa.array(found.c_off, pa.int32()), pa.array(found.common, pa.uint64())),
+        "truncated": pa.array(found.truncated, pa.bool_()),
+        "batch_id": pa.array(np.full(n, batch_id, np.int32)),
+    })
+    members = pa.table({
+        "cluster_id": pa.array(np.repeat(ids, sizes), pa.int64()),
+        "doc_id": pa.array(found.members, pa.int64()),
+    })
+    _insert_tables(con, rows, members)
+    return ids.tolist()
+
+
+def _insert_tables(con, rows: pa.Table, members: pa.Table) -> None:
     con.register("new_clusters", rows)
     con.register("new_members", members)
     try:
@@ -156,7 +190,6 @@ def _insert(con, method: str, batch_id: int, found: list[tuple[tuple[int, ...], 
     finally:
         con.unregister("new_clusters")
         con.unregister("new_members")
-    return ids
 
 
 class SearchResult(NamedTuple):
@@ -165,7 +198,7 @@ class SearchResult(NamedTuple):
     any_neighbours: bool  # whether any new document has a neighbour
     near_new: dict[int, list[int]]  # each older neighbour -> the new documents it neighbours
     sketches: dict[int, np.ndarray]  # the sketches of the new documents in near_new
-    found: list  # the concepts mined, as ``_insert`` rows
+    found: list | concepts.ConceptArrays  # the concepts mined, as ``_insert`` takes them
     postings: dict  # the new documents' ``concept_postings``
     searching: float  # seconds
     mining: float  # seconds
@@ -284,9 +317,10 @@ def _near_new(a: np.ndarray, b: np.ndarray, lo: int) -> dict[int, list[int]]:
 
 
 def _mine_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, ids: np.ndarray, flat: np.ndarray,
-                 lens: np.ndarray, old_sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple]:
+                 lens: np.ndarray, old_sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple] | concepts.ConceptArrays:
     """``_mine`` of neighbours as arrays (``neighbours.neighbour_arrays``): the new documents'
-    sketches are ``ids``/``flat``/``lens`` (the batch's, ids ascending), the older ones' ``old_sk``."""
+    sketches are ``ids``/``flat``/``lens`` (the batch's, ids ascending), the older ones' ``old_sk``;
+    the concepts as ``concepts.ConceptArrays`` (which ``_insert`` takes as it takes rows)."""
     if anchors.size == 0:
         return []
     docs = unique(np.concatenate([anchors, nb]))
@@ -300,8 +334,7 @@ def _mine_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, ids: n
     vals = np.concatenate([*old_parts, np.asarray(flat, dtype=np.uint64)[take]])
     all_lens = np.concatenate([np.fromiter(map(len, old_parts), np.int64, count=len(old_parts)), n_lens])
     new = (docs >= lo) & (docs <= hi)
-    found = concepts.mine_anchor_arrays(anchors, nb_off, nb, docs, vals, all_lens, new, k)
-    return [(c.members, c.support, c.common, c.truncated) for c in found]
+    return concepts.mine_anchor_rows(anchors, nb_off, nb, docs, vals, all_lens, new, k)
 
 
 def _mine(nb: dict[int, list[int]], sk: dict[int, np.ndarray], lo: int, hi: int, k: int) -> list[tuple]:

@@ -144,25 +144,72 @@ def mine_anchors(anchors: Iterable[int], sketches: Mapping[int, np.ndarray], nei
     return _concepts(found, [np.asarray(parts[a]).dtype for a in anchor_pos])
 
 
-def mine_anchor_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, docs: np.ndarray, vals: np.ndarray,
-                       lens: np.ndarray, new: np.ndarray, k: int, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+@dataclass(frozen=True)
+class ConceptArrays:
+    """Mined concepts as arrays, in reporting order: concept i has members
+    ``members[m_off[i]:m_off[i + 1]]`` (doc ids ascending), common elements
+    ``common[c_off[i]:c_off[i + 1]]`` (ascending) and ``truncated[i]`` (what a list of
+    ``Concept`` holds, without a Python object per concept or per member)."""
+
+    members: np.ndarray  # int64
+    m_off: np.ndarray  # int64, one more than the concepts
+    common: np.ndarray  # uint64
+    c_off: np.ndarray  # int64, one more than the concepts
+    truncated: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return self.truncated.size
+
+    def concepts(self) -> list[Concept]:
+        """The same concepts as ``Concept`` objects."""
+        m_off, c_off = self.m_off.tolist(), self.c_off.tolist()
+        mem, com = self.members.tolist(), self.common.tolist()
+        return [Concept(tuple(mem[m_off[i] : m_off[i + 1]]), tuple(com[c_off[i] : c_off[i + 1]]), t)
+                for i, t in enumerate(self.truncated.tolist())]
+
+
+def _concept_arrays(found: tuple) -> ConceptArrays:
+    """What ``concept_kernels.mine_anchors`` returns, for uint64 sketches, as ``ConceptArrays``:
+    each set's common elements are its anchor's sorted values at the set's positions (ascending)."""
+    rows, values = found
+    nr = int(rows[0])
+    meta = rows[1 : 1 + 6 * nr].reshape(nr, 6)
+    m_off = np.zeros(nr + 1, np.int64)
+    p_off = np.zeros(nr + 1, np.int64)
+    m_off[1:], p_off[1:] = meta[:, 2], meta[:, 3]
+    end = 1 + 6 * nr
+    mem = rows[end : end + m_off[-1]]
+    pos = rows[end + m_off[-1] : end + m_off[-1] + p_off[-1]]
+    common = values[np.repeat(meta[:, 4], np.diff(p_off)) + pos]
+    return ConceptArrays(mem.astype(np.int64, copy=False), m_off, np.asarray(common, np.uint64), p_off, meta[:, 1] == 1)
+
+
+def mine_anchor_rows(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, docs: np.ndarray, vals: np.ndarray,
+                     lens: np.ndarray, new: np.ndarray, k: int, budget: int = DEFAULT_BUDGET) -> ConceptArrays:
     """``mine_anchors`` of neighbours given as arrays (``neighbours.neighbour_arrays``: anchors
     ascending, each one's neighbours ascending at ``nb[nb_off[i]:nb_off[i + 1]]``), without a
-    Python object per neighbour. ``docs``: every document involved, ascending, their uint64
-    sketches one after another in ``vals`` (``lens`` values each), ``new`` whether each is new.
-    The same concepts as ``mine_anchors``: the documents are numbered by ascending id here and in
-    order of appearance there, and the compiled miner reports doc ids, in an order the numbering
-    does not change."""
-    if anchors.size == 0:
-        return []
+    Python object per neighbour or per concept. ``docs``: every document involved, ascending, their
+    uint64 sketches one after another in ``vals`` (``lens`` values each), ``new`` whether each is
+    new. The same concepts as ``mine_anchors``: the documents are numbered by ascending id here
+    and in order of appearance there, and the compiled miner reports doc ids, in an order the
+    numbering does not change."""
     docs = np.asarray(docs, dtype=np.int64)
+    if anchors.size == 0:
+        e = np.zeros(0, np.int64)
+        return ConceptArrays(e, np.zeros(1, np.int64), np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, bool))
     from . import concept_kernels
 
     found = concept_kernels.mine_anchors(np.ascontiguousarray(vals, dtype=np.uint64), np.asarray(lens, dtype=np.int64), docs,
                                          np.asarray(new, dtype=np.bool_), np.searchsorted(docs, anchors).astype(np.int64),
                                          np.asarray(nb_off, dtype=np.int64), np.searchsorted(docs, nb).astype(np.int64),
                                          k, budget, MAX_SETS)
-    return _concepts(found, [np.dtype(np.uint64)] * anchors.size)
+    return _concept_arrays(found)
+
+
+def mine_anchor_arrays(anchors: np.ndarray, nb_off: np.ndarray, nb: np.ndarray, docs: np.ndarray, vals: np.ndarray,
+                       lens: np.ndarray, new: np.ndarray, k: int, budget: int = DEFAULT_BUDGET) -> list[Concept]:
+    """``mine_anchor_rows`` as ``Concept`` objects."""
+    return mine_anchor_rows(anchors, nb_off, nb, docs, vals, lens, new, k, budget).concepts()
 
 
 def _values(parts: list) -> tuple[np.ndarray, np.ndarray]:
