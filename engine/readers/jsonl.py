@@ -130,12 +130,13 @@ def _fast_block(block: bytes, first_line: int, source: str, opts: ReadOptions, e
     url = pc.coalesce(url, fallback)
     sizes = np.diff(np.concatenate([[-1], ends]))  # line length + newline
     keep = pa.array(~bad)
+    kept = (lambda col: col.filter(keep)) if bad.any() else (lambda col: col)  # no copy of a block without a reject
     batch = pa.RecordBatch.from_arrays(
         [
-            url.filter(keep),
+            kept(url),
             pa.array(np.full(int((~bad).sum()), source, dtype=object), pa.string()),
             pa.array([f"line {n}" for n in line_no[~bad].tolist()], pa.string()),
-            text.filter(keep),
+            kept(text),
             pa.array(np.full(int((~bad).sum()), opts.html)),
             pa.array(sizes[~bad] - 1, pa.int64()),
         ],
