@@ -114,7 +114,7 @@ def test_minhash_holds_the_original_hash_of_each_permutations_minimum(scheme):
 @settings(max_examples=60, deadline=None)
 @given(
     sizes=st.lists(st.integers(0, 12), min_size=1, max_size=8),
-    n_perm=st.integers(1, 20),  # eight a pass, then four, then one (sketch_kernels.minhash_universal)
+    n_perm=st.integers(1, 20),  # eight a pass, the last one padded (sketch_kernels.minhash_universal)
     seed=st.integers(0, 3),
     scheme=st.sampled_from(["universal", "matrix"]),
     data=st.data(),
