@@ -170,6 +170,74 @@ def neighbour_masks(sv, offs, a, nbs, w, out):
                 p += y <= x
 
 
+#: neighbour masks (rows of ``w_max`` words) computed at once by ``mine_anchors``: a block of anchors
+#: whose lists hold about this many neighbours (16 MB of masks at two words a row)
+MASK_BLOCK = 1 << 20
+
+
+@njit(cache=True, nogil=True)
+def _plain(sv, offs):
+    """Per segment of ``sv`` (sorted): whether no value is in it twice."""
+    out = np.ones(offs.size - 1, np.bool_)
+    for d in range(offs.size - 1):
+        for i in range(offs[d] + 1, offs[d + 1]):
+            if sv[i] == sv[i - 1]:
+                out[d] = False
+                break
+    return out
+
+
+@njit(cache=True, nogil=True)
+def block_masks(sv, offs, anchors, nb_off, nb, a0, a1, w_max, apos, plain):
+    """``neighbour_masks`` of anchors ``a0:a1`` (positions in ``anchors``), all their neighbours'
+    rows one after another (row ``t - nb_off[a0]`` for neighbour ``nb[t]``). Where two anchors of
+    the block are each other's neighbours, one merge of their sketches gives both rows: bit i of
+    the one where the heads meet at its i-th value, bit p of the other at its p-th (a sketch
+    without a value twice, ``plain``, and a partner's list in ascending order, where the other
+    is found by bisection); any other row is ``neighbour_masks``'s."""
+    base = nb_off[a0]
+    rows = nb_off[a1] - base
+    m = np.zeros((rows, w_max), np.uint64)
+    done = np.zeros(rows, np.bool_)
+    for a in range(a0, a1):
+        q = anchors[a]
+        s0, e0 = offs[q], offs[q + 1]
+        for t in range(nb_off[a], nb_off[a + 1]):
+            if done[t - base]:
+                continue
+            d = nb[t]
+            b = apos[d]
+            r = -1
+            if b >= a0 and b < a1 and plain[q] and plain[d]:
+                lo, hi = nb_off[b], nb_off[b + 1]
+                while lo < hi:  # q among d's neighbours; a list not in order may miss it (then no pair)
+                    mid = (lo + hi) >> 1
+                    if nb[mid] < q:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < nb_off[b + 1] and nb[lo] == q and not done[lo - base]:
+                    r = lo - base
+            if r < 0:
+                neighbour_masks(sv, offs, q, nb[t : t + 1], (e0 - s0 + 63) >> 6, m[t - base : t - base + 1])
+            else:
+                i = s0
+                p = offs[d]
+                d0 = p
+                pe = offs[d + 1]
+                while i < e0 and p < pe:
+                    x = sv[i]
+                    y = sv[p]
+                    eq = uint64(x == y)
+                    m[t - base, (i - s0) >> 6] |= eq << uint64((i - s0) & 63)
+                    m[r, (p - d0) >> 6] |= eq << uint64((p - d0) & 63)
+                    i += x <= y
+                    p += y <= x
+                done[r] = True
+            done[t - base] = True
+    return m
+
+
 @njit(cache=True, nogil=True)
 def _objects(nm, nn, w, rep, gfirst):
     """Collapse neighbours with equal masks (rows of ``nm``): ``rep[j]`` is the first neighbour
@@ -405,7 +473,7 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
         w_max = max(w_max, (n + 63) >> 6)
         nn_max = max(nn_max, nb_off[a + 1] - nb_off[a])
     # the work space of every anchor, for the largest
-    nm = np.empty((nn_max, w_max), np.uint64)  # neighbour masks
+    nm = np.empty((0, w_max), np.uint64)  # an anchor's neighbour masks: rows of ``block_masks``'s block
     gm = np.empty((nn_max + 1, w_max), np.uint64)  # object masks, then the full mask
     ints = np.empty((9, nn_max + 1), np.int64)
     rep, gfirst, gof, g_off, g_mem = ints[0], ints[1], ints[2], ints[3], ints[4]
@@ -426,7 +494,18 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
     n_mem = 0
     n_pos = 0
     n_com = 0
+    apos = np.full(lens.size, -1, np.int64)  # document -> its position among the anchors
     for a in range(anchors.size):
+        apos[anchors[a]] = a
+    plain = _plain(sv, offs)
+    b0 = b1 = 0  # the anchors whose masks are in ``block``
+    block = nm
+    for a in range(anchors.size):
+        if a >= b1:
+            b0, b1 = a, a + 1
+            while b1 < anchors.size and nb_off[b1 + 1] - nb_off[b0] <= MASK_BLOCK:
+                b1 += 1
+            block = block_masks(sv, offs, anchors, nb_off, nb, b0, b1, w_max, apos, plain)
         q = anchors[a]
         qid = doc_ids[q]
         s0 = offs[q]
@@ -436,7 +515,7 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
         w = (n + 63) >> 6
         nbs = nb[nb_off[a] : nb_off[a + 1]]
         nn = nbs.size
-        neighbour_masks(sv, offs, q, nbs, w, nm)
+        nm = block[nb_off[a] - nb_off[b0] : nb_off[a + 1] - nb_off[b0]]
         n_obj = _objects(nm, nn, w, rep, gfirst)
         # objects (and their masks) in order of their smallest member, the full mask last
         for g in range(n_obj):

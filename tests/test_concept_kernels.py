@@ -175,3 +175,45 @@ def test_neighbour_masks_mark_the_first_position_of_each_shared_value(sketches):
             if i < n and anchor[i] == v:
                 want[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
         assert out[j].tolist() == want.tolist(), (j, d)
+
+
+@settings(max_examples=150)
+@given(st.lists(st.lists(st.integers(0, 40), min_size=0, max_size=90), min_size=2, max_size=8), st.data())
+def test_block_masks_equal_each_anchors_own_masks(sketches, data):
+    """``block_masks`` (one merge for two anchors that neighbour each other) gives every row that
+    ``neighbour_masks`` gives anchor by anchor: any block of the anchors, neighbour lists in order
+    or not, sketches with repeated values or without."""
+    from neardup import concept_kernels
+
+    parts = [np.sort(np.array(s, dtype=np.uint64)) for s in sketches]
+    if data.draw(st.booleans(), "sets"):
+        parts = [np.unique(p) for p in parts]
+    lens = np.array([p.size for p in parts], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    sv = np.concatenate(parts)
+    n_docs = len(parts)
+    anchors = np.array(sorted(data.draw(st.sets(st.integers(0, n_docs - 1), min_size=1), "anchors")), dtype=np.int64)
+    lists = []
+    for q in anchors.tolist():
+        others = [d for d in range(n_docs) if d != q]
+        ns = sorted(data.draw(st.sets(st.sampled_from(others), min_size=1), f"nb{q}")) if others else []
+        if data.draw(st.booleans(), f"shuffled{q}"):
+            ns = ns[::-1]
+        lists.append(ns)
+    nb_off = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
+    nb = np.array([d for x in lists for d in x], dtype=np.int64)
+    w_max = max(1, (int(lens.max()) + 63) >> 6)
+    apos = np.full(n_docs, -1, np.int64)
+    apos[anchors] = np.arange(anchors.size)
+    plain = concept_kernels._plain(sv, offs)
+    a0 = data.draw(st.integers(0, anchors.size - 1), "a0")
+    a1 = data.draw(st.integers(a0 + 1, anchors.size), "a1")
+    got = concept_kernels.block_masks(sv, offs, anchors, nb_off, nb, a0, a1, w_max, apos, plain)
+    for a in range(a0, a1):
+        q = int(anchors[a])
+        w = max(1, (int(lens[q]) + 63) >> 6)
+        want = np.zeros((nb_off[a + 1] - nb_off[a], w), dtype=np.uint64)
+        concept_kernels.neighbour_masks(sv, offs, q, nb[nb_off[a] : nb_off[a + 1]], w, want)
+        rows = got[nb_off[a] - nb_off[a0] : nb_off[a + 1] - nb_off[a0]]
+        assert rows[:, :w].tolist() == want.tolist(), (a, q)
+        assert not rows[:, w:].any()
