@@ -142,10 +142,10 @@ def neighbour_masks(sv, offs, a, nbs, w, out):
     when equal, so that the value's next copy in the neighbour meets its first position again."""
     s0, e0 = offs[a], offs[a + 1]
     n = e0 - s0
-    repeats = False
+    both = True  # past both heads when equal, unless the anchor holds a value twice
     for i in range(s0 + 1, e0):
         if sv[i] == sv[i - 1]:
-            repeats = True
+            both = False
             break
     for j in range(nbs.size):
         for t in range(w):
@@ -154,20 +154,13 @@ def neighbour_masks(sv, offs, a, nbs, w, out):
         i = 0
         p = offs[d]
         pe = offs[d + 1]
-        if repeats:
-            while i < n and p < pe:
-                x = sv[s0 + i]
-                y = sv[p]
-                out[j, i >> 6] |= uint64(x == y) << uint64(i & 63)
-                i += x < y
-                p += y <= x
-        else:
-            while i < n and p < pe:
-                x = sv[s0 + i]
-                y = sv[p]
-                out[j, i >> 6] |= uint64(x == y) << uint64(i & 63)
-                i += x <= y
-                p += y <= x
+        while i < n and p < pe:
+            x = sv[s0 + i]
+            y = sv[p]
+            eq = x == y
+            out[j, i >> 6] |= uint64(eq) << uint64(i & 63)
+            i += (x < y) | (eq & both)
+            p += y <= x
 
 
 #: neighbour masks (rows of ``w_max`` words) computed at once by ``mine_anchors``: a block of anchors
