@@ -42,7 +42,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
@@ -223,31 +222,15 @@ def _values(parts: list) -> tuple[np.ndarray, np.ndarray]:
 
 def _concepts(found: tuple, dtypes: list) -> list[Concept]:
     """What ``concept_kernels.mine_anchors`` returns as Concepts, common elements in the type of
-    their anchor's sketch (``dtypes[anchor position]``)."""
-    rows, values = found
-    nr = int(rows[0])
-    if not nr:
-        return []
-    end = 1 + 6 * nr
-    meta = rows[1:end].tolist()
-    mem = rows[end : end + meta[-4]]
-    pos = rows[end + meta[-4] :]  # after the last set's members
-    # small lists set by set: one list of every member would be traversed by each garbage collection
-    out = []
-    m0 = p0 = 0
-    v0 = -1
-    for r in range(0, end - 1, 6):
-        a, t, m1, p1, v, n = meta[r : r + 6]
-        if v != v0:  # the anchor's sorted values, shared by its sets' common elements
-            v0 = v
-            signed = dtypes[a] != np.uint64
-            sq = (values[v : v + n].astype(dtypes[a]) if signed else values[v : v + n]).tolist()
-        if p1 - p0 > 1:
-            common = itemgetter(*pos[p0:p1].tolist())(sq)
-        else:
-            common = (sq[int(pos[p0])],) if p1 > p0 else ()
-        out.append(Concept(tuple(mem[m0:m1].tolist()), tuple(sorted(common)) if signed else common, t == 1))
-        m0, p0 = m1, p1
+    their anchor's sketch (``dtypes[anchor position]``): ``_concept_arrays``'s, those of an anchor
+    whose sketch is not uint64 cast back to its type and sorted in it."""
+    out = _concept_arrays(found).concepts()
+    rows = found[0]
+    for i, a in enumerate(rows[1 : 1 + 6 * int(rows[0]) : 6].tolist()):  # each set's anchor position
+        if dtypes[a] != np.uint64:
+            c = out[i]
+            common = np.array(c.common, dtype=np.uint64).astype(dtypes[a]).tolist()
+            out[i] = Concept(c.members, tuple(sorted(common)), c.truncated)
     return out
 
 
