@@ -11,6 +11,11 @@ for numpy's sort of the keys followed by a sort of each run of equal keys
 value held by thousands of documents lands in one bucket) only make some
 buckets large: a large bucket is sorted by a merge sort of its keys and a
 sort of the documents of each key, so no input is quadratic.
+
+``masked_order`` sorts simhashes on the bits of one table's mask (the simhash
+scan's older documents, ``pairs.simhash.SortedOld``): the masked bits, packed
+together (26 of the 64 at the default 3 bits), are sorted by a least
+significant digit radix sort, ``MASKED_DIGIT`` bits a pass.
 """
 
 from __future__ import annotations
@@ -86,3 +91,73 @@ def sorted_distinct_pairs(keys, docs, bits):
 def bucket_bits(n: int) -> int:
     """Buckets for ``n`` rows: about four rows each, between 2 and 2**24 buckets."""
     return int(min(24, max(1, int(n).bit_length() - 2)))
+
+
+#: bits of the packed key a pass of ``masked_order``'s radix sort places (8,192 counters: 64 KB)
+MASKED_DIGIT = 13
+
+
+def mask_runs(mask: int) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of set bits of a 64-bit ``mask``, lowest first: ``(shifts, widths)``."""
+    mask = int(mask)
+    shifts, widths, b = [], [], 0
+    while b < 64:
+        if mask >> b & 1:
+            start = b
+            while b < 64 and mask >> b & 1:
+                b += 1
+            shifts.append(start)
+            widths.append(b - start)
+        else:
+            b += 1
+    return np.array(shifts, np.int64), np.array(widths, np.int64)
+
+
+def masked_order(values: np.ndarray, mask) -> np.ndarray:
+    """``np.argsort(values & mask, kind="stable")`` for uint64 ``values``, by a radix sort of the
+    masked bits: on 900,000 simhashes and a mask of 26 bits, about 25 ms against 90-115 ms."""
+    shifts, widths = mask_runs(mask)
+    run_masks = np.array([(1 << int(w)) - 1 for w in widths], dtype=np.uint64)
+    places = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    return _masked_order(values, shifts, run_masks, places, int(widths.sum()), MASKED_DIGIT)
+
+
+@njit(cache=True, nogil=True)
+def _masked_order(values, shifts, run_masks, places, total, digit):
+    """The stable order of ``values`` on the bits of the runs at ``shifts`` (``run_masks``: each
+    run's bits, shifted down; ``places``: where each run goes in the packed key; ``total`` bits in
+    all): those bits are packed into one key (the runs' order kept, so the packed keys order as the
+    masked values do), then sorted ``digit`` bits a pass from the lowest, with the positions carried
+    along."""
+    n = values.size
+    key = np.empty(n, np.uint64)
+    for i in range(n):
+        v = values[i]
+        c = uint64(0)
+        for r in range(shifts.size):
+            c |= ((v >> uint64(shifts[r])) & run_masks[r]) << uint64(places[r])
+        key[i] = c
+    idx = np.arange(n)
+    key2 = np.empty(n, np.uint64)
+    idx2 = np.empty(n, np.int64)
+    n_buckets = np.int64(1) << np.int64(digit)
+    counts = np.empty(n_buckets + 1, np.int64)
+    low = uint64(n_buckets - 1)
+    shift = 0
+    while shift < total:
+        counts[:] = 0
+        for i in range(n):
+            counts[np.int64((key[i] >> uint64(shift)) & low) + 1] += 1
+        for b in range(n_buckets):
+            counts[b + 1] += counts[b]
+        for i in range(n):
+            b = np.int64((key[i] >> uint64(shift)) & low)
+            p = counts[b]
+            counts[b] = p + 1
+            key2[p] = key[i]
+            idx2[p] = idx[i]
+        key, key2 = key2, key
+        idx, idx2 = idx2, idx
+        shift += digit
+    return idx

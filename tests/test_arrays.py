@@ -103,3 +103,31 @@ def test_pair_order_is_lexsort_by_first_then_second(pairs, big):
     a = np.array([p[0] for p in pairs], dtype=np.int64) + (1 << 40 if big else 0)
     b = np.array([p[1] for p in pairs], dtype=np.int64)
     assert pair_order(a, b).tolist() == np.lexsort((b, a)).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.integers(0, 2**64 - 1), st.integers(0, 3), st.integers(0, 40))
+def test_masked_order_is_a_stable_argsort_of_the_masked_values(values, mask, low_bits, repeat):
+    """The radix sort on a mask's bits orders as numpy's stable argsort of the masked values, for
+    any mask (none, all 64 bits, scattered runs), values that differ only outside the mask and
+    repeated values included."""
+    from neardup import sort_kernels
+
+    values = values + values[:repeat] + [(v | ((1 << 64) - 1 - mask)) for v in values[:repeat]]
+    x = np.array([v ^ (i % (1 << low_bits)) for i, v in enumerate(values)], dtype=np.uint64)
+    for m in (mask, 0, 2**64 - 1, mask & 0x03FFFFFF, mask | 1 << 63):
+        got = sort_kernels.masked_order(x, m)
+        assert np.array_equal(got, np.argsort(x & np.uint64(m), kind="stable"))
+
+
+def test_masked_order_of_simhash_table_masks():
+    """Every table of the default plan, many values with long runs of equal masked bits."""
+    from neardup import sort_kernels
+    from neardup.pairs.keys import table_masks
+
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 2**64 - 1, 40_000, dtype=np.uint64, endpoint=True)
+    x[::7] = x[1]  # a frame's simhash held by many pages
+    x[::5] &= np.uint64(0xFFFF0000FFFF0000)
+    for m in table_masks(3) + table_masks(6):
+        assert np.array_equal(sort_kernels.masked_order(x, m), np.argsort(x & m, kind="stable"))

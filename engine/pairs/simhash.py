@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pipeline import Beside
+from ..sort_kernels import masked_order
 from ..store import catalog
 from .groups import _within
 from .keys import table_masks
@@ -78,7 +79,7 @@ class _Sorted:
         self.order, self.keys, self.sorted_values, self.shifts, self.starts = [], [], [], [], []
         for m in masks:
             k = values & m
-            o = np.argsort(k, kind="stable")
+            o = masked_order(values, m)
             self.order.append(o)
             self.keys.append(k[o])
             self.sorted_values.append(values[o])
@@ -160,7 +161,7 @@ class SortedOld:
         self.masks = np.array(table_masks(bits), dtype=np.uint64)
         self.tables = []
         for m in self.masks:
-            o = np.argsort(values & m)
+            o = masked_order(values, m)
             self.tables.append((np.ascontiguousarray(values[o]), ids[o].astype(np.uint32)))
 
     def pairs(self, s: _Sorted, bits: int, out: list) -> None:
