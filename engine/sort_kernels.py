@@ -12,6 +12,10 @@ value held by thousands of documents lands in one bucket) only make some
 buckets large: a large bucket is sorted by a merge sort of its keys and a
 sort of the documents of each key, so no input is quadratic.
 
+``key_order`` is the same bucket sort returning an order: the positions of
+hash keys by key, ties in input order (a batch's candidate keys, made
+document after document).
+
 ``masked_order`` sorts simhashes on the bits of one table's mask (the simhash
 scan's older documents, ``pairs.simhash.SortedOld``): the masked bits, packed
 together (26 of the 64 at the default 3 bits), are sorted by a least
@@ -86,6 +90,50 @@ def sorted_distinct_pairs(keys, docs, bits):
             od[m] = od[i]
             m += 1
     return ok[:m], od[:m]
+
+
+@njit(cache=True, nogil=True)
+def key_order(keys, bits):
+    """The stable order of ``keys`` (uint64): by key, equal keys in input order. ``2**bits`` buckets
+    by the keys' leading bits, filled in input order; each bucket sorted by an insertion sort (a
+    bucket of equal keys costs one pass) or, past ``SMALL_BUCKET`` rows, a merge sort of its keys."""
+    n = keys.size
+    shift = uint64(64 - bits)
+    nb = np.int64(1) << np.int64(bits)
+    starts = np.zeros(nb + 1, np.int64)
+    for i in range(n):
+        starts[np.int64(keys[i] >> shift) + 1] += 1
+    for b in range(nb):
+        starts[b + 1] += starts[b]
+    pos = starts[:-1].copy()
+    ok = np.empty(n, np.uint64)
+    oi = np.empty(n, np.int64)
+    for i in range(n):
+        b = np.int64(keys[i] >> shift)
+        p = pos[b]
+        ok[p] = keys[i]
+        oi[p] = i
+        pos[b] = p + 1
+    for b in range(nb):
+        lo, hi = starts[b], starts[b + 1]
+        if hi - lo <= 1:
+            continue
+        if hi - lo <= SMALL_BUCKET:
+            for i in range(lo + 1, hi):
+                k = ok[i]
+                x = oi[i]
+                j = i - 1
+                while j >= lo and ok[j] > k:
+                    ok[j + 1] = ok[j]
+                    oi[j + 1] = oi[j]
+                    j -= 1
+                ok[j + 1] = k
+                oi[j + 1] = x
+        else:
+            sub = np.argsort(ok[lo:hi], kind="mergesort")
+            oi[lo:hi] = oi[lo:hi][sub]
+            ok[lo:hi] = ok[lo:hi][sub]
+    return oi
 
 
 def bucket_bits(n: int) -> int:

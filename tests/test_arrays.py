@@ -42,13 +42,16 @@ _keyed = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), max_size=300)
 
 
 @settings(max_examples=150, deadline=None)
-@given(_keyed, st.booleans(), st.booleans())
-def test_key_order_is_lexsort(rows, docs_ascending, huge_keys):
+@given(_keyed, st.booleans(), st.booleans(), st.booleans())
+def test_key_order_is_lexsort(rows, docs_ascending, huge_keys, signed):
     """Equal to ``np.lexsort((docs, keys))`` position by position (ties by position), with docs in
-    input order (the sorting path) or not (lexsort's); keys anywhere in the uint64 range."""
+    input order (the sorting paths: the bucket sort of uint64 keys, numpy's of others) or not
+    (lexsort's); keys anywhere in the uint64 range."""
     keys = np.array([k for k, _ in rows], dtype=np.uint64)
     if huge_keys:
         keys = keys * np.uint64(0x9E3779B97F4A7C15)  # spread over the range, ties kept
+    if signed:
+        keys = keys.view(np.int64)
     docs = np.array([d for _, d in rows], dtype=np.uint64)
     if docs_ascending:
         docs = np.sort(docs)
@@ -131,3 +134,14 @@ def test_masked_order_of_simhash_table_masks():
     x[::5] &= np.uint64(0xFFFF0000FFFF0000)
     for m in table_masks(3) + table_masks(6):
         assert np.array_equal(sort_kernels.masked_order(x, m), np.argsort(x & m, kind="stable"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=400), st.integers(1, 12), st.integers(0, 60))
+def test_bucket_key_order_at_any_bucket_count(values, bits, repeat):
+    """The compiled bucket order at any number of buckets (small ones sorted by insertion, large
+    ones by the merge path) is the stable argsort, with a key repeated many times among others."""
+    from neardup import sort_kernels
+
+    keys = np.array(values + [values[0] if values else 3] * repeat + values[: repeat // 3], dtype=np.uint64)
+    assert np.array_equal(sort_kernels.key_order(keys, bits), np.argsort(keys, kind="stable"))
