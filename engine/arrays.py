@@ -54,6 +54,23 @@ def key_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     return order
 
 
+def hash_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for uint64 hash values (spread over the range) by the
+    compiled bucket sort: 791,000 values, 0.017-0.022 s against 0.075 s."""
+    from . import sort_kernels
+
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    return sort_kernels.key_order(keys, sort_kernels.bucket_bits(keys.size))
+
+
+def small_order(x: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(x, kind="stable")`` for integers in ``[0, bound)``, by a radix sort of their
+    bits: 900,000 values below 2^20, 0.025-0.036 s against 0.08 s."""
+    from .sort_kernels import masked_order
+
+    return masked_order(np.asarray(x).astype(np.uint64), (1 << max(1, int(bound - 1).bit_length())) - 1)
+
+
 def pair_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The order of the pairs ``(a[i], b[i])`` by ``a``, then ``b`` (``np.lexsort((b, a))``): one sort
     of ``a * 2^32 + b`` when the ids fit in 32 bits (a stable sort: equal pairs keep their order;

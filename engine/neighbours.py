@@ -43,7 +43,7 @@ import numpy as np
 
 from .pairs.groups import _decode, dense_unique, holders_of, read_older_holders  # the candidate generators' decoder and lookups
 from .pipeline import in_parts
-from .arrays import pair_order, unique
+from .arrays import hash_order, pair_order, small_order, unique
 
 #: every sketch value of every document with at least k values -> doc ids
 VALUES_TABLE = "concept_values"
@@ -148,7 +148,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     wslots = np.flatnonzero(wanted)
     u = keys[wslots]
     # numbered in ascending value order, so a slice's values are looked up in key order (no sort there)
-    vorder = np.argsort(u, kind="stable")
+    vorder = hash_order(u)
     vrank = np.empty_like(vorder)
     vrank[vorder] = np.arange(vorder.size)
     u = u[vorder]
@@ -162,7 +162,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     dense_rows = rank_of_slot[slot[rows]]
     del vorder, vrank, rank_of_slot
     del rank, wanted, keys, used, frequent, counts
-    by_val = rows[np.argsort(dense_rows, kind="stable")]
+    by_val = rows[small_order(dense_rows, u.size)]
     b_holder = owner[by_val]
     b_start = np.zeros(u.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=b_start[1:])

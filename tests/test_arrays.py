@@ -148,3 +148,17 @@ def test_bucket_key_order_at_any_bucket_count(values, bits, repeat):
 
     keys = np.array(values + [values[0] if values else 3] * repeat + values[: repeat // 3], dtype=np.uint64)
     assert np.array_equal(sort_kernels.key_order(keys, bits), np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.lists(st.integers(0, 70), max_size=300), st.integers(1, 2**40))
+def test_hash_and_small_orders_are_stable_argsorts(values, small, bound):
+    """``hash_order`` of any uint64 values (repeats included) and ``small_order`` of integers below
+    a bound (the bound a power of two or not) are numpy's stable argsort."""
+    from neardup.arrays import hash_order, small_order
+
+    x = np.array(values + values[:7], dtype=np.uint64)
+    assert np.array_equal(hash_order(x), np.argsort(x, kind="stable"))
+    y = np.array([v % bound for v in small + [bound - 1, 0]], dtype=np.int64)
+    for b in (bound, int(y.max()) + 1):
+        assert np.array_equal(small_order(y, b), np.argsort(y, kind="stable"))
