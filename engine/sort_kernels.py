@@ -60,9 +60,10 @@ def _sort_bucket(ok, od, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def sorted_distinct_pairs(keys, docs, bits):
-    """The distinct rows ``(keys[i], docs[i])`` (uint64 both), sorted by key then doc: ``2**bits``
-    buckets by the keys' leading bits (1 <= bits <= 63)."""
+def _scatter(keys, docs, bits):
+    """The rows ``(keys[i], docs[i])`` placed in ``2**bits`` buckets by the keys' leading bits,
+    in input order within each bucket: ``(starts, keys, docs)``, bucket ``b`` at
+    ``starts[b]:starts[b + 1]``."""
     n = keys.size
     shift = uint64(64 - bits)
     nb = np.int64(1) << np.int64(bits)
@@ -73,14 +74,23 @@ def sorted_distinct_pairs(keys, docs, bits):
         starts[b + 1] += starts[b]
     pos = starts[:-1].copy()
     ok = np.empty(n, np.uint64)
-    od = np.empty(n, np.uint64)
+    od = np.empty_like(docs)
     for i in range(n):
         b = np.int64(keys[i] >> shift)
         p = pos[b]
         ok[p] = keys[i]
         od[p] = docs[i]
         pos[b] = p + 1
-    for b in range(nb):
+    return starts, ok, od
+
+
+@njit(cache=True, nogil=True)
+def sorted_distinct_pairs(keys, docs, bits):
+    """The distinct rows ``(keys[i], docs[i])`` (uint64 both), sorted by key then doc: ``2**bits``
+    buckets by the keys' leading bits (1 <= bits <= 63)."""
+    starts, ok, od = _scatter(keys, docs, bits)
+    n = keys.size
+    for b in range(starts.size - 1):
         if starts[b + 1] - starts[b] > 1:
             _sort_bucket(ok, od, starts[b], starts[b + 1])
     m = 0
@@ -97,24 +107,8 @@ def key_order(keys, bits):
     """The stable order of ``keys`` (uint64): by key, equal keys in input order. ``2**bits`` buckets
     by the keys' leading bits, filled in input order; each bucket sorted by an insertion sort (a
     bucket of equal keys costs one pass) or, past ``SMALL_BUCKET`` rows, a merge sort of its keys."""
-    n = keys.size
-    shift = uint64(64 - bits)
-    nb = np.int64(1) << np.int64(bits)
-    starts = np.zeros(nb + 1, np.int64)
-    for i in range(n):
-        starts[np.int64(keys[i] >> shift) + 1] += 1
-    for b in range(nb):
-        starts[b + 1] += starts[b]
-    pos = starts[:-1].copy()
-    ok = np.empty(n, np.uint64)
-    oi = np.empty(n, np.int64)
-    for i in range(n):
-        b = np.int64(keys[i] >> shift)
-        p = pos[b]
-        ok[p] = keys[i]
-        oi[p] = i
-        pos[b] = p + 1
-    for b in range(nb):
+    starts, ok, oi = _scatter(keys, np.arange(keys.size), bits)
+    for b in range(starts.size - 1):
         lo, hi = starts[b], starts[b + 1]
         if hi - lo <= 1:
             continue
