@@ -43,10 +43,8 @@ def key_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     keys, docs = np.asarray(keys), np.asarray(docs)
     if keys.size < 2 or not (docs[1:] >= docs[:-1]).all():
         return np.lexsort((docs, keys))
-    if keys.dtype == np.uint64:  # hash keys: the compiled bucket sort (``sort_kernels.key_order``)
-        from . import sort_kernels
-
-        return sort_kernels.key_order(keys, sort_kernels.bucket_bits(keys.size))
+    if keys.dtype == np.uint64:  # hash keys: the compiled bucket sort
+        return hash_order(keys)
     from . import kernels
 
     order = np.argsort(keys)
