@@ -644,7 +644,8 @@ def run(args: argparse.Namespace) -> None:
                "mb_per_s": round(mb / wall, 2), "docs_per_s": round(sum(p["docs"] for p in ps) / wall),
                "peak_rss_mb": round(usage.ru_maxrss / 1024), "peak_anon_mb": peaks["RssAnon"] // 1024,
                "peak_file_mb": peaks["RssFile"] // 1024, "user_s": round(usage.ru_utime, 1), "sys_s": round(usage.ru_stime, 1),
-               "minor_faults": usage.ru_minflt, "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
+               "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
+               "read_mb": round(usage.ru_inblock * 512 / 1e6, 1), "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
         rows.append(row)
         print("  ".join(f"{k}={v}" for k, v in row.items() if k != "input"), flush=True)
     log.close()
@@ -721,12 +722,13 @@ def summary(rows: list[dict]) -> str:
             f"{wall.index(max(wall))}); peak RSS {max(r['peak_rss_mb'] for r in rows):,} MB")
     if len(rows) > 1:
         line += (f"; user CPU {first['user_s']} -> {last['user_s']} s, system CPU {first['sys_s']} -> {last['sys_s']} s, "
-                 f"minor faults {first['minor_faults']:,} -> {last['minor_faults']:,} (first -> last batch)")
+                 f"minor faults {first['minor_faults']:,} -> {last['minor_faults']:,}, read from disk "
+                 f"{first.get('read_mb', 0)} -> {last.get('read_mb', 0)} MB (first -> last batch)")
     return line
 
 
 def print_table(rows: list[dict], keys: list[str]) -> None:
-    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "exit")]
+    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "major_faults", "read_mb", "exit")]
     widths = [max(len(k), *(len(str(r.get(k, 0))) for r in rows)) for k in keys]
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
     for r in rows:
