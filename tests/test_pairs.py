@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import Index, exact, kernels, pairs
+from neardup import Index, exact, kernels, pairs, row_kernels
 from neardup.ingest import ingest
 from neardup.rebuild import rebuild_fingerprints
 from neardup.settings import Settings, parse_pairs
@@ -475,9 +475,9 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
     need = data.draw(st.integers(0, perms))
     cuts = sorted(set(data.draw(st.lists(st.integers(lo + 1, lo + n_new - 1), max_size=4)))) if n_new > 1 else []
     g = pairs.KeyGroups(keys, docs)  # one for all the slices, as a batch uses it (its cache of old lists)
-    default_hits, default_tile = kernels.BAND_HITS, kernels.BAND_TILE
-    kernels.BAND_HITS = data.draw(st.sampled_from([1, 3, default_hits]))  # the kernel's output handed over in small parts
-    kernels.BAND_TILE = data.draw(st.sampled_from([1, 2, 5, default_tile]))  # older holders compared a few at a time
+    default_hits, default_tile = row_kernels.BAND_HITS, row_kernels.BAND_TILE
+    row_kernels.BAND_HITS = data.draw(st.sampled_from([1, 3, default_hits]))  # the kernel's output handed over in small parts
+    row_kernels.BAND_TILE = data.draw(st.sampled_from([1, 2, 5, default_tile]))  # older holders compared a few at a time
     try:
         for first, end in zip([lo, *cuts], [*cuts, lo + n_new]):
             a, b, _, _ = pairs.KeyGroups(keys, docs).pairs(lo, old, "t", first, end - 1)
@@ -488,7 +488,7 @@ def test_agreeing_pairs_are_the_candidates_that_pass_the_agreement_filter(data):
             assert n_rows >= a.size
             assert held >= ga.size
     finally:
-        kernels.BAND_HITS, kernels.BAND_TILE = default_hits, default_tile
+        row_kernels.BAND_HITS, row_kernels.BAND_TILE = default_hits, default_tile
 
 
 @settings(max_examples=60, deadline=None)

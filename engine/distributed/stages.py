@@ -6,7 +6,7 @@ tables; ``neardup.distributed.run`` decides where they run. The work they do
 is the local ingest's own: ``readers.read_input``, ``prepare.extract_html`` and
 ``prepare.prepare`` for text and fingerprints, ``pairs.band_keys`` and
 ``pairs.simhash_keys`` for candidate keys, the compiled agreement filter
-(``kernels.band_agreements``) and ``pairs.set_jaccard`` for verification.
+(``row_kernels.band_agreements``) and ``pairs.set_jaccard`` for verification.
 
 Partition ``p`` is the ``p``-th input in sorted order; it becomes batch
 ``p + 1`` (what a local ingest of the same inputs, one after the other, into a
@@ -369,12 +369,12 @@ def key_pairs(df: pd.DataFrame) -> pd.DataFrame:
 def agreeing_key_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:
     """The candidate pairs ``(doc_a < doc_b)`` of the documents sharing an LSH key whose min-hash
     low bytes agree on at least ``need`` positions (the local ingest's filter before the exact
-    Jaccard, ``kernels.band_agreements``), for a partition holding every row of its keys (after a
+    Jaccard, ``row_kernels.band_agreements``), for a partition holding every row of its keys (after a
     shuffle by key). The candidates themselves are never listed: on pages sharing a site frame a
     key's group holds thousands of documents. A pair may repeat (several keys)."""
     if df.empty:
         return PAIR_META.copy()
-    from .. import kernels
+    from .. import row_kernels
 
     docs = df["doc_id"].to_numpy(np.int64)
     order, group_first = _sorted_groups(df["key"].to_numpy(np.uint64), docs)
@@ -386,7 +386,7 @@ def agreeing_key_pairs(df: pd.DataFrame, perms: int, need: int) -> pd.DataFrame:
     new_row[d - base] = np.arange(d.size, dtype=np.int64)  # any row of a doc: its bytes are the same
     none = np.full(d.size, -1, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
-    a, b = kernels.band_agreements(d, group_first, np.arange(d.size, dtype=np.int64), none, np.zeros(1, np.int64),
+    a, b = row_kernels.band_agreements(d, group_first, np.arange(d.size, dtype=np.int64), none, np.zeros(1, np.int64),
                                    empty, empty, new_row, base, low, low[:0], need)
     return pd.DataFrame({"doc_a": a, "doc_b": b})
 

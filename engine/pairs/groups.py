@@ -186,13 +186,13 @@ class KeyGroups:
     def agreeing_pairs(self, lo: int, postings, table: str, first: int, last: int, new_ids: np.ndarray,
                        low_new: np.ndarray, old_low, need: int) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Of the pairs ``pairs`` would give (``min_shared`` 1), those whose one-byte signature rows
-        agree on at least ``need`` positions, found without listing the others (``kernels.band_agreements``):
+        agree on at least ``need`` positions, found without listing the others (``row_kernels.band_agreements``):
         ``(a, b, rows, held)``, rows being the candidate rows compared and held the rows the search
         held in memory at once (older holders' entries and the agreeing rows found; the candidates of
         a key group within the batch are compared where they lie). ``new_ids``/``low_new``: the batch's
         documents (ascending) and their rows; ``old_low(ids) -> (rows, place)`` gives older documents'
         rows as ``rows[place[i]]`` for ``ids[i]`` (so rows already held need not be copied)."""
-        from .. import kernels
+        from .. import kernels, row_kernels
 
         empty = np.zeros(0, np.int64)
         sel = np.flatnonzero((self.d >= first) & (self.d <= last))
@@ -226,7 +226,7 @@ class KeyGroups:
             inside = (ids >= base) & (ids < base + new_row.size) & (self.key_row >= 0)
             key_row[ids[inside] - base] = self.key_row[inside]
             by_band = (self.band, self.band_keys, key_row)
-        a, b = kernels.band_agreements(self.d, group_first, sel, sel_old, o_start, old, o_rows, new_row, base,
+        a, b = row_kernels.band_agreements(self.d, group_first, sel, sel_old, o_start, old, o_rows, new_row, base,
                                        np.ascontiguousarray(low_new, dtype=np.uint8), low_old, need, *by_band)
         held = int(old.size + a.size)
         if a.size:

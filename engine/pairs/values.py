@@ -121,7 +121,7 @@ class ValueCache:
             ids, rows = ids[new], rows[new]
             if not ids.size:
                 return
-        from ..kernels import padded  # compiled kernels load on first use, not with the module
+        from ..row_kernels import padded  # compiled kernels load on first use, not with the module
 
         width = rows.shape[1]
         held = padded(width)  # bytes a row holds
@@ -144,11 +144,11 @@ class FixedRows:
     """Fixed-width rows of one value table by doc id: ``slot[id]`` is the row's place plus one (0:
     not held), so a slice's thousands of lookups are one gather. The slot array spans the ids
     seen (4 bytes an id below the largest; 4 MB for a million-document index). ``rows`` holds each
-    row in ``width`` bytes followed by zero bytes up to a multiple of 8 (``kernels.padded``), so the compiled
-    comparisons read them eight bytes at a time where they lie (``kernels.byte_words``)."""
+    row in ``width`` bytes followed by zero bytes up to a multiple of 8 (``row_kernels.padded``), so the compiled
+    comparisons read them eight bytes at a time where they lie (``row_kernels.byte_words``)."""
 
     def __init__(self, width: int, slot: np.ndarray | None = None, rows: np.ndarray | None = None, n: int = 0):
-        from ..kernels import padded
+        from ..row_kernels import padded
 
         self.width = width
         self.slot = slot if slot is not None else np.zeros(0, np.int32)

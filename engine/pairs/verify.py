@@ -51,9 +51,9 @@ def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, posti
 def low_byte_agreements(low: np.ndarray, ra: np.ndarray, rb: np.ndarray, need: int) -> np.ndarray:
     """``agree_enough`` on values in memory: ``low`` is ``(n, perms)`` uint8, each min-hash's
     lowest byte; pair ``i`` is rows ``ra[i]``, ``rb[i]``. Linear in pairs x perms."""
-    from .. import kernels
+    from .. import row_kernels
 
-    return kernels.pair_agreements(kernels.byte_words(low), ra, rb, need + kernels.padded(low.shape[1]) - low.shape[1])
+    return row_kernels.pair_agreements(row_kernels.byte_words(low), ra, rb, need + row_kernels.padded(low.shape[1]) - low.shape[1])
 
 
 def shingle_jaccard(con, a: np.ndarray, b: np.ndarray, postings=None, lo: int = 0, at_least: float | None = None,
