@@ -50,14 +50,16 @@ def concept_postings(con, lo: int, hi: int, settings: Settings) -> dict[str, tup
     return concept_postings_of(ids, flat, lens, settings.support)
 
 
-def concept_postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> dict[str, tuple]:
-    """``concept_postings`` of the sketches ``flat`` (``lens`` values each) of documents ``ids``."""
+def concept_postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
+                        frequent: np.ndarray | None = None) -> dict[str, tuple]:
+    """``concept_postings`` of the sketches ``flat`` (``lens`` values each) of documents ``ids``
+    (``frequent``: their frequent values if already counted, see ``neighbours.postings_of``)."""
     from .store.postings import VALUES
 
     raw = flat.astype(">u8").tobytes()
     bounds = np.concatenate([[0], np.cumsum(lens)]) * 8
     return {
-        **postings_of(ids, flat, lens, k),
+        **postings_of(ids, flat, lens, k, frequent),
         VALUES + SKETCH_VALUES: (ids.astype(np.uint64), [raw[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]),
     }
 
@@ -223,8 +225,10 @@ class NeighbourSearch:
         def run() -> SearchResult:
             t = time.perf_counter()
             k = settings.support
+            frequent: list = []
             a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
-                             old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)))
+                             old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)),
+                             frequent_out=frequent)
             anchors, nb_off, nb = neighbour_arrays(a, b, lo)
             old = unique(a[a < lo])
             old_sk = _sketches(cur, postings, lo, old) if old.size else {}
@@ -237,7 +241,7 @@ class NeighbourSearch:
             found = _mine_arrays(anchors, nb_off, nb, ids, flat, lens, old_sk, lo, hi, k)
             mining = time.perf_counter() - t_mine
             return SearchResult(anchors.size > 0, _near_new(a, b, lo), sk, found,
-                                concept_postings_of(ids, flat, lens, k), t_mine - t, mining)
+                                concept_postings_of(ids, flat, lens, k, frequent[0]), t_mine - t, mining)
 
         self._job = Beside(run, "neardup-concepts", done=cur.close)
 

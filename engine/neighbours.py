@@ -88,29 +88,38 @@ def _group(values: np.ndarray):
     return kernels.value_slots(values, bits)
 
 
-def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _frequent(keys: np.ndarray, counts: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """The values a ``_group`` table counts ``FREQUENT`` or more times, ascending."""
+    return np.sort(keys[used & (counts >= FREQUENT)])
+
+
+def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
+                frequent: np.ndarray | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The posting rows of a batch's sketches: every value of each sketch with >= k values, and
-    the values held by ``FREQUENT`` or more of those documents (keyed to the batch's first id)."""
+    the values held by ``FREQUENT`` or more of those documents (keyed to the batch's first id).
+    ``frequent``: those values if already counted (``search``'s ``frequent_out``)."""
     lens = np.asarray(lens, dtype=np.int64)
     ok = np.repeat(lens >= k, lens)
     docs = np.repeat(np.asarray(ids, dtype=np.uint64), lens)[ok]
     vals = np.asarray(flat, dtype=np.uint64)[ok]
-    _, keys, counts, used = _group(vals)
-    freq = np.sort(keys[used & (counts >= FREQUENT)])
+    freq = _frequent(*_group(vals)[1:]) if frequent is None else frequent
     first = np.full(freq.size, docs.min() if docs.size else 0, dtype=np.uint64)
     return {VALUES_TABLE: (vals, docs), FREQUENT_TABLE: (freq, first)}
 
 
 def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: int | None = None,
            postings=None, old_sketches: OldSketches | None = None,
-           budget: int | None = None, exact: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           budget: int | None = None, exact: bool = True,
+           frequent_out: list | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``(a, b)``, ``a < b``, sharing at least ``k`` sketch values, with ``b`` one of
     the given (new) documents and ``a`` new or older, and how many values they share (with
     ``exact=False``, ``k`` for every pair: each comparison stops once it has met ``k``).
 
     ``ids``/``flat``/``lens``: the new documents' sketches (distinct values each). Older partners
     (ids below ``lo``) come from ``postings`` (``VALUES_TABLE``, ``FREQUENT_TABLE``) and their
-    sketches from ``old_sketches(ids) -> (ids ascending, values sorted per id, offsets)``."""
+    sketches from ``old_sketches(ids) -> (ids ascending, values sorted per id, offsets)``.
+    ``frequent_out``: a list the batch's frequent values are appended to, as ``postings_of`` finds
+    them (counted here anyway, so a caller storing the batch's postings need not count them again)."""
     from . import kernels, memory
 
     if budget is None:
@@ -120,6 +129,8 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     lens = np.diff(offs)
     sel = lens >= k
     if not sel.any():
+        if frequent_out is not None:
+            frequent_out.append(np.zeros(0, np.uint64))
         return none
     if not sel.all():
         ids, data, lens = ids[sel], data[np.repeat(sel, lens)], lens[sel]
@@ -132,6 +143,8 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     n = ids.size
     owner = np.repeat(np.arange(n), lens)  # row -> new document (its index in ids)
     slot, keys, counts, used = _group(data)  # equal values share a slot
+    if frequent_out is not None:
+        frequent_out.append(_frequent(keys, counts, used))
     frequent = counts >= FREQUENT
     if postings is not None:
         hint = kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))

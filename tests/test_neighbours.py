@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -69,9 +71,16 @@ def test_search_equals_brute_force_for_any_split_budget_and_hint(args, data):
             return
         ids, flat, offs = _as_arrays(new)
         exact = data.draw(st.booleans())
+        frequent: list = []
         a, b, c = neighbours.search(ids, flat, np.diff(offs), k, lo=lo, postings=postings,
                                     old_sketches=lambda want: _as_arrays({d: old[d] for d in want.tolist()}), budget=budget,
-                                    exact=exact)
+                                    exact=exact, frequent_out=frequent)
+        # the batch's frequent values, as search counts them and as postings_of does: those held by
+        # FREQUENT or more of the new documents with k or more values
+        held = Counter(v for d in new if new[d].size >= k for v in new[d].tolist())
+        want = sorted(v for v, n_docs in held.items() if n_docs >= freq)
+        assert len(frequent) == 1 and frequent[0].tolist() == want
+        assert neighbours.postings_of(ids, flat, np.diff(offs), k)[neighbours.FREQUENT_TABLE][0].tolist() == want
     finally:
         neighbours.FREQUENT = saved
     got = list(zip(a.tolist(), b.tolist(), c.tolist()))
