@@ -6,11 +6,9 @@ pair only when its rows agree on enough positions to reach the Jaccard threshold
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import int64, njit, types, uint64
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import int64, njit, uint64
 
+from .intrinsics import prefetch
 from .kernels import resumed
 
 #: one-byte rows are compared eight bytes at a time (``_equal_bytes``); a word's lanes count to
@@ -22,29 +20,6 @@ _WORDS_PER_SUM = 31
 #: key's older rows lie anywhere among the cached ones; 8 measured best of 4-32 on a late batch of
 #: the scale corpus, its comparisons 12% faster, docs/benchmarks.md)
 PREFETCH_AHEAD = 8
-
-
-@intrinsic
-def _prefetch_row(typingctx, words, row):
-    """Hint the processor to load the first cache line of ``words[row]`` (a 2-d array) for reading
-    (LLVM's ``prefetch`` intrinsic: no effect on results, and none at all where unsupported)."""
-    sig = types.void(words, row)
-
-    def codegen(context, builder, signature, args):
-        aryty, rowty = signature.args
-        ary = context.make_array(aryty)(context, builder, args[0])
-        at = [context.cast(builder, args[1], rowty, types.intp), context.get_constant(types.intp, 0)]
-        ptr = cgutils.get_item_pointer2(context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
-                                        strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
-                                        inds=at, wraparound=False, boundscheck=False)
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
-                                            "llvm.prefetch.p0i8")
-        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(0), i32(3), i32(1)])  # read, keep in all caches, data
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 def padded(width: int) -> int:
@@ -213,7 +188,7 @@ def band_agreement_hits(d, group_first, sel, sel_old, o_start, o_ids, o_rows, ne
                     yb = new_row[b - base]
                     for q in range(t0, t1):
                         if ii == i and q + PREFETCH_AHEAD < end:  # the tile's first pass loads its rows
-                            _prefetch_row(w_old, o_rows[q + PREFETCH_AHEAD])
+                            prefetch(w_old, o_rows[q + PREFETCH_AHEAD])
                         same = _equal_bytes(w_old, o_rows[q], w_new, yb)
                         out_a[n] = o_ids[q]
                         out_b[n] = b
