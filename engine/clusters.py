@@ -287,18 +287,19 @@ def update_concepts(con, postings, lo: int, hi: int, batch_id: int, settings: Se
     if touched:
         con.register("nb_ids", pa.table({"doc_id": pa.array(touched, pa.int64())}))
         try:
+            # a cluster's representative is its first member (the smallest id; a delete replaces
+            # the clusters it changes), so its members need not be read
             rows = con.execute(
-                "SELECT c.cluster_id, c.common, list(m.doc_id ORDER BY m.doc_id) FROM clusters c "
-                "JOIN cluster_members m USING (cluster_id) WHERE c.method = 'concept' AND c.cluster_id IN "
-                "(SELECT cluster_id FROM cluster_members WHERE doc_id IN (SELECT doc_id FROM nb_ids)) GROUP BY ALL"
+                "SELECT cluster_id, common, representative FROM clusters WHERE method = 'concept' AND cluster_id IN "
+                "(SELECT cluster_id FROM cluster_members WHERE doc_id IN (SELECT doc_id FROM nb_ids))"
             ).fetchall()
         finally:
             con.unregister("nb_ids")
         # X is extended by q iff |I(X) ∩ S(q)| >= k (then q neighbours every member): only the
         # new neighbours of X's first member need checking
-        for cid, common, members in rows:
+        for cid, common, first_member in rows:
             common = np.asarray(common or [], dtype=np.uint64)
-            if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(members[0], ())):
+            if any(np.isin(sk[q], common, assume_unique=True).sum() >= k for q in near_new.get(first_member, ())):
                 gone.append(cid)
     _remove(con, gone, "concept", batch_id)
     t = lap(timings, "clusters: extended", t)
