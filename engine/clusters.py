@@ -102,14 +102,22 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
 def _neighbours_of(con, postings, lo: int, ids: np.ndarray, flat: np.ndarray, lens: np.ndarray,
                    settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
     """``_neighbours`` of the new documents' sketches given (``con`` reads older documents only)."""
+    held: dict[int, np.ndarray] = {}
     a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings, exact=False,
-                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)))
+                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)), old_out=held)
     starts = np.concatenate([[0], np.cumsum(lens)])
     sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
-    old = unique(a[a < lo])
-    if old.size:
-        sk.update(_sketches(con, postings, lo, old))
+    sk.update(_older_sketches(con, postings, lo, unique(a[a < lo]), held))
     return neighbour_lists(a, b, lo), sk
+
+
+def _older_sketches(con, postings, lo: int, old: np.ndarray, held: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """The sketches of older documents ``old``: those the search kept (``search``'s ``old_out``),
+    any other read (``_sketches``)."""
+    out = {d: held[d] for d in old.tolist() if d in held}
+    if len(out) < old.size:
+        out.update(_sketches(con, postings, lo, np.array([d for d in old.tolist() if d not in held], dtype=np.int64)))
+    return out
 
 
 def _next_cluster_id(con) -> int:
@@ -226,12 +234,13 @@ class NeighbourSearch:
             t = time.perf_counter()
             k = settings.support
             frequent: list = []
+            held: dict[int, np.ndarray] = {}
             a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
                              old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)),
-                             frequent_out=frequent)
+                             frequent_out=frequent, old_out=held)
             anchors, nb_off, nb = neighbour_arrays(a, b, lo)
-            old = unique(a[a < lo])
-            old_sk = _sketches(cur, postings, lo, old) if old.size else {}
+            old_sk = _older_sketches(cur, postings, lo, unique(a[a < lo]), held)
+            del held
             # the sketches update_concepts reads: the new documents that neighbour older ones
             starts = np.concatenate([[0], np.cumsum(lens)])
             near = unique(b[a < lo])

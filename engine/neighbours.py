@@ -110,7 +110,7 @@ def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
 def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: int | None = None,
            postings=None, old_sketches: OldSketches | None = None,
            budget: int | None = None, exact: bool = True,
-           frequent_out: list | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           frequent_out: list | None = None, old_out: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``(a, b)``, ``a < b``, sharing at least ``k`` sketch values, with ``b`` one of
     the given (new) documents and ``a`` new or older, and how many values they share (with
     ``exact=False``, ``k`` for every pair: each comparison stops once it has met ``k``).
@@ -119,7 +119,9 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     (ids below ``lo``) come from ``postings`` (``VALUES_TABLE``, ``FREQUENT_TABLE``) and their
     sketches from ``old_sketches(ids) -> (ids ascending, values sorted per id, offsets)``.
     ``frequent_out``: a list the batch's frequent values are appended to, as ``postings_of`` finds
-    them (counted here anyway, so a caller storing the batch's postings need not count them again)."""
+    them (counted here anyway, so a caller storing the batch's postings need not count them again).
+    ``old_out``: a dict given the sketch (sorted, a copy) of every older document in a pair found,
+    as ``old_sketches`` read it (a caller needing them need not read them again)."""
     from . import kernels, memory
 
     if budget is None:
@@ -240,6 +242,10 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
 
             common = in_parts(lambda x, y: overlap_reaches(all_data, all_offs, x, y, k), ra, rb)
         hit = common >= k
+        if old_out is not None and shift:
+            held = unique(ox[hit[: ox.size]])
+            for d, i in zip(held.tolist(), np.searchsorted(o_ids_s, held).tolist()):
+                old_out[d] = o_data[o_offs[i] : o_offs[i + 1]].copy()
         out_a.append(np.concatenate([ox, ids[nx]])[hit])
         out_b.append(ids[np.concatenate([oy, ny])][hit])
         out_c.append(common[hit])

@@ -72,9 +72,13 @@ def test_search_equals_brute_force_for_any_split_budget_and_hint(args, data):
         ids, flat, offs = _as_arrays(new)
         exact = data.draw(st.booleans())
         frequent: list = []
+        held: dict = {}
         a, b, c = neighbours.search(ids, flat, np.diff(offs), k, lo=lo, postings=postings,
                                     old_sketches=lambda want: _as_arrays({d: old[d] for d in want.tolist()}), budget=budget,
-                                    exact=exact, frequent_out=frequent)
+                                    exact=exact, frequent_out=frequent, old_out=held)
+        # the sketch of every older document in a pair found, kept as read
+        assert sorted(held) == sorted(set(a[a < lo].tolist()))
+        assert all(held[d].tolist() == sorted(old[d].tolist()) for d in held)
         # the batch's frequent values, as search counts them and as postings_of does: those held by
         # FREQUENT or more of the new documents with k or more values
         held = Counter(v for d in new if new[d].size >= k for v in new[d].tolist())
