@@ -2,8 +2,9 @@
 
 ``prefetch(arr, i)`` asks the processor to start loading the cache line of ``arr[i]`` (the first
 element of row ``i`` of a 2-d array) while the kernel works on something else. It changes no
-result: a kernel that reads rows or hash-table slots in an order no hardware prefetcher can guess
-(an older holder's signature row, a value's slot) names the one it will read a few steps later.
+result: a kernel that reads rows in an order no hardware prefetcher can guess (the LSH filter's
+older holders' signature rows, ``row_kernels.band_agreement_hits``) names the one it will read a
+few steps later.
 """
 
 from __future__ import annotations
