@@ -12,3 +12,10 @@ one_malloc_arena()
 # (about 0.1 s of CPU of a 2.2 s ingest of the real site's 22,000 pages: docs/benchmarks.md).
 # A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# numpy asks the kernel for transparent huge pages for every array of 4 MB or more. Each huge page
+# is a fresh 2 MB block the kernel zeroes at its first touch, and on a virtual machine that hands
+# its free 2 MB blocks back to the host (free page reporting) that touch costs the host's fault as
+# well: a 2 MB page took about 4 ms, twenty times a small page's cost per byte. A late batch of
+# the million (docs/benchmarks.md) spent 1.0 s of its 9.7 s of CPU zeroing 240 of them; without
+# them its system CPU fell by 0.6 s. A value the user set is kept.
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")

@@ -64,3 +64,24 @@ def test_the_cli_process_starts_no_blas_threads_unless_the_user_asks():
     assert tuned == ["1", "1"]
     assert int(plain[0]) > 1  # the check can tell the two apart
     assert asked[1] == "2"
+
+
+_HUGEPAGES = """
+import os
+{setup}
+import numpy._core.multiarray as m
+print(m._get_madvise_hugepage(), os.environ.get("NUMPY_MADVISE_HUGEPAGE"))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="numpy asks for huge pages on Linux only")
+def test_the_cli_process_asks_for_no_huge_pages_unless_the_user_does():
+    """numpy asks the kernel for transparent huge pages for its large arrays; with ``neardup.cli``
+    imported first it does not, and a value the user set is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    tuned = _run(_HUGEPAGES.format(setup="import neardup.cli"), env).stdout.split()
+    plain = _run(_HUGEPAGES.format(setup=""), env).stdout.split()
+    asked = _run(_HUGEPAGES.format(setup="import neardup.cli"), {**env, "NUMPY_MADVISE_HUGEPAGE": "1"}).stdout.split()
+    assert tuned == ["False", "0"]
+    assert plain[0] == "True"  # the check can tell the two apart
+    assert asked == ["True", "1"]
