@@ -81,11 +81,11 @@ def sort_sketches(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray) -> tuple[
 
 
 def _group(values: np.ndarray):
-    """``kernels.value_slots`` with a table about 1.5 times the values."""
-    from . import kernels
+    """``neighbour_kernels.value_slots`` with a table about 1.5 times the values."""
+    from . import neighbour_kernels
 
     bits = max(4, int(np.ceil(np.log2(max(values.size, 1) * 1.5))))
-    return kernels.value_slots(values, bits)
+    return neighbour_kernels.value_slots(values, bits)
 
 
 def _frequent(keys: np.ndarray, counts: np.ndarray, used: np.ndarray) -> np.ndarray:
@@ -122,7 +122,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     them (counted here anyway, so a caller storing the batch's postings need not count them again).
     ``old_out``: a dict given the sketch (sorted, a copy) of every older document in a pair found,
     as ``old_sketches`` read it (a caller needing them need not read them again)."""
-    from . import kernels, memory
+    from . import kernels, memory, neighbour_kernels
 
     if budget is None:
         budget = memory.current().scaled(PAIR_BUDGET)
@@ -149,13 +149,13 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         frequent_out.append(_frequent(keys, counts, used))
     frequent = counts >= FREQUENT
     if postings is not None:
-        hint = kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))
+        hint = neighbour_kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))
         frequent[hint[hint >= 0]] = True
     # each document's rarest n - k + c values: not frequent first, then fewest holders in the
     # batch, then the smaller value (the sketch is sorted and the selection stable)
     c = shared_needed(k)
     rank = (frequent[slot].astype(np.int64) << 40) | np.minimum(counts[slot], (1 << 40) - 1)
-    take = kernels.smallest_per_segment(rank, offs, lens - k + c)
+    take = neighbour_kernels.smallest_per_segment(rank, offs, lens - k + c)
     p_doc = owner[take]  # grouped by document
     # the looked-up values, numbered densely
     wanted = np.zeros(keys.size, dtype=bool)

@@ -1,0 +1,80 @@
+"""Compiled loops of the concept neighbour search (``neardup.neighbours``): a batch's sketch values
+grouped by an open-addressing table (``value_slots``, ``find_slots``) and each document's rarest
+values chosen (``smallest_per_segment``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+
+@njit(cache=True, nogil=True)
+def _mix64(x):
+    x ^= x >> uint64(33)
+    x *= uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> uint64(33)
+    x *= uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> uint64(33)
+    return x
+
+
+@njit(cache=True, nogil=True)
+def value_slots(data, bits):
+    """Group equal values without sorting: an open-addressing table of ``2**bits`` slots.
+    Returns ``(slot of each value, the value of each slot, how many values each slot holds)``."""
+    size = np.int64(1) << np.int64(bits)
+    m = size - np.int64(1)
+    mask = uint64(m)
+    keys = np.zeros(size, np.uint64)
+    used = np.zeros(size, np.bool_)
+    counts = np.zeros(size, np.int64)
+    slot = np.empty(data.size, np.int64)
+    for r in range(data.size):
+        v = data[r]
+        s = np.int64(_mix64(v) & mask)
+        while used[s] and keys[s] != v:
+            s = (s + np.int64(1)) & m
+        if not used[s]:
+            used[s] = True
+            keys[s] = v
+        counts[s] += 1
+        slot[r] = s
+    return slot, keys, counts, used
+
+
+@njit(cache=True, nogil=True)
+def find_slots(keys, used, values):
+    """The slot of each value in a ``value_slots`` table, -1 where absent."""
+    m = np.int64(keys.size) - np.int64(1)
+    mask = uint64(m)
+    out = np.full(values.size, -1, np.int64)
+    for r in range(values.size):
+        v = values[r]
+        s = np.int64(_mix64(v) & mask)
+        while used[s]:
+            if keys[s] == v:
+                out[r] = s
+                break
+            s = (s + np.int64(1)) & m
+    return out
+
+
+@njit(cache=True, nogil=True)
+def smallest_per_segment(rank, offs, take):
+    """Per run ``offs[i]:offs[i+1]``, the positions of its ``take[i]`` smallest ``rank`` values,
+    ties kept in run order (a stable sort), runs in order."""
+    total = 0
+    for i in range(offs.size - 1):
+        total += min(take[i], offs[i + 1] - offs[i])
+    out = np.empty(total, np.int64)
+    o = 0
+    for i in range(offs.size - 1):
+        s, e = offs[i], offs[i + 1]
+        n = min(take[i], e - s)
+        if n <= 0:
+            continue
+        order = np.argsort(rank[s:e], kind="mergesort")
+        for j in range(n):
+            out[o] = s + order[j]
+            o += 1
+    return out
