@@ -154,7 +154,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     # each document's rarest n - k + c values: not frequent first, then fewest holders in the
     # batch, then the smaller value (the sketch is sorted and the selection stable)
     c = shared_needed(k)
-    rank = (frequent[slot].astype(np.int64) << 40) | np.minimum(counts[slot], (1 << 40) - 1)
+    rank = neighbour_kernels.slot_ranks(slot, counts, frequent)
     take = neighbour_kernels.smallest_per_segment(rank, offs, lens - k + c)
     p_doc = owner[take]  # grouped by document
     # the looked-up values, numbered densely

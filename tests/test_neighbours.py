@@ -171,3 +171,25 @@ def test_holder_pairs_counts_the_rows_it_does_not_list(holders, rows, smaller_on
     vidx = np.array([v for _, v in rows], dtype=np.int64)
     got = kernels.holder_pairs(anchor, vidx, start, flat, smaller_only, times, len(listed))
     assert np.array_equal(got, u[n >= times])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**45), st.booleans()), min_size=1, max_size=60), st.integers(0, 2**32 - 1))
+def test_slot_ranks_put_frequent_values_last_then_the_most_held(table, seed):
+    """Each value's rank: its slot's frequent flag above every count, then the slot's count
+    (capped below the flag's bit), as the search's selection of rarest values reads it."""
+    from neardup import neighbour_kernels
+
+    counts = np.array([c for c, _ in table], dtype=np.int64)
+    frequent = np.array([f for _, f in table], dtype=bool)
+    slot = np.random.default_rng(seed).integers(0, len(table), 200)
+    got = neighbour_kernels.slot_ranks(slot, counts, frequent)
+    want = [(int(frequent[s]) << 40) | min(int(counts[s]), (1 << 40) - 1) for s in slot.tolist()]
+    assert got.tolist() == want
+
+
+def test_slot_ranks_of_a_small_table():
+    from neardup import neighbour_kernels
+
+    got = neighbour_kernels.slot_ranks(np.array([2, 0, 1, 2]), np.array([5, 1, 1 << 41]), np.array([False, True, False]))
+    assert got.tolist() == [(1 << 40) - 1, 5, (1 << 40) | 1, (1 << 40) - 1]
