@@ -88,9 +88,9 @@ def _group(values: np.ndarray):
     return neighbour_kernels.value_slots(values, bits)
 
 
-def _frequent(keys: np.ndarray, counts: np.ndarray, used: np.ndarray) -> np.ndarray:
+def _frequent(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The values a ``_group`` table counts ``FREQUENT`` or more times, ascending."""
-    return np.sort(keys[used & (counts >= FREQUENT)])
+    return np.sort(keys[counts >= FREQUENT])
 
 
 def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
@@ -144,12 +144,12 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         lo = int(ids.min())
     n = ids.size
     owner = np.repeat(np.arange(n), lens)  # row -> new document (its index in ids)
-    slot, keys, counts, used = _group(data)  # equal values share a slot
+    slot, keys, counts = _group(data)  # equal values share a slot
     if frequent_out is not None:
-        frequent_out.append(_frequent(keys, counts, used))
+        frequent_out.append(_frequent(keys, counts))
     frequent = counts >= FREQUENT
     if postings is not None:
-        hint = neighbour_kernels.find_slots(keys, used, postings.keys(FREQUENT_TABLE))
+        hint = neighbour_kernels.find_slots(keys, counts, postings.keys(FREQUENT_TABLE))
         frequent[hint[hint >= 0]] = True
     # each document's rarest n - k + c values: not frequent first, then fewest holders in the
     # batch, then the smaller value (the sketch is sorted and the selection stable)
@@ -176,7 +176,7 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     rows = np.flatnonzero(wanted[slot])
     dense_rows = rank_of_slot[slot[rows]]
     del vorder, vrank, rank_of_slot
-    del rank, wanted, keys, used, frequent, counts
+    del rank, wanted, keys, frequent, counts
     by_val = rows[small_order(dense_rows, u.size)]
     b_holder = owner[by_val]
     b_start = np.zeros(u.size + 1, dtype=np.int64)

@@ -193,3 +193,43 @@ def test_slot_ranks_of_a_small_table():
 
     got = neighbour_kernels.slot_ranks(np.array([2, 0, 1, 2]), np.array([5, 1, 1 << 41]), np.array([False, True, False]))
     assert got.tolist() == [(1 << 40) - 1, 5, (1 << 40) | 1, (1 << 40) - 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 6), max_size=30), st.integers(-2, 32)), max_size=12))
+def test_smallest_per_segment_is_a_stable_sort_cut(runs):
+    """Per run, the positions of its ``take`` smallest ranks in the order of a stable sort (many
+    equal ranks: the small range), as ``np.argsort(kind='stable')[:take]`` gives them."""
+    from neardup import neighbour_kernels
+
+    rank = np.array([r for values, _ in runs for r in values], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum([len(values) for values, _ in runs])]).astype(np.int64)
+    take = np.array([t for _, t in runs], dtype=np.int64)
+    want = []
+    for (values, t), s in zip(runs, offs[:-1].tolist()):
+        if t > 0:
+            want += [s + int(i) for i in np.argsort(np.array(values, dtype=np.int64), kind="stable")[:t]]
+    assert neighbour_kernels.smallest_per_segment(rank, offs, take).tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=200), st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=20),
+       st.integers(0, 3))
+def test_value_slots_group_equal_values_and_find_slots_finds_them(values, probes, room):
+    """Equal values share a slot and unequal ones do not (0 included: an empty slot is one with no
+    count), each slot counts its value's occurrences, and ``find_slots`` gives a value's slot or
+    -1 when the batch does not hold it; in tables from just larger than the distinct values (every
+    probe sequence long) to a few times larger."""
+    from neardup import neighbour_kernels
+
+    data = np.array(values, dtype=np.uint64)
+    slot, keys, counts = neighbour_kernels.value_slots(data, len(set(values)).bit_length() + room)
+    assert keys[slot].tolist() == values
+    seen = Counter(values)
+    assert {int(keys[s]): int(counts[s]) for s in set(slot.tolist())} == dict(seen)
+    assert int(counts.sum()) == len(values)
+    found = neighbour_kernels.find_slots(keys, counts, np.array(probes, dtype=np.uint64)).tolist()
+    for p, f in zip(probes, found):
+        assert (f == -1) == (p not in seen)
+        if f != -1:
+            assert int(keys[f]) == p
