@@ -10,6 +10,7 @@ from numba import njit, uint64
 
 @njit(cache=True, nogil=True)
 def _mix64(x):
+    """A 64-bit finaliser spreading a value over a table's slots (``kernels.distinct_counts`` hashes with it too)."""
     x ^= x >> uint64(33)
     x *= uint64(0xFF51AFD7ED558CCD)
     x ^= x >> uint64(33)
