@@ -102,13 +102,22 @@ def _neighbours(con, postings, lo: int, hi: int, settings: Settings) -> tuple[di
 def _neighbours_of(con, postings, lo: int, ids: np.ndarray, flat: np.ndarray, lens: np.ndarray,
                    settings: Settings) -> tuple[dict[int, list[int]], dict[int, np.ndarray]]:
     """``_neighbours`` of the new documents' sketches given (``con`` reads older documents only)."""
-    held: dict[int, np.ndarray] = {}
-    a, b, _ = search(ids, flat, lens, settings.support, lo=lo, postings=postings, exact=False,
-                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)), old_out=held)
+    a, b, old_sk = _search_with_sketches(con, postings, lo, ids, flat, lens, settings.support)
     starts = np.concatenate([[0], np.cumsum(lens)])
     sk = {d: flat[s:e] for d, s, e in zip(ids.tolist(), starts[:-1].tolist(), starts[1:].tolist())}
-    sk.update(_older_sketches(con, postings, lo, unique(a[a < lo]), held))
+    sk.update(old_sk)
     return neighbour_lists(a, b, lo), sk
+
+
+def _search_with_sketches(con, postings, lo: int, ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
+                          frequent_out: list | None = None) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """``neighbours.search`` of the new documents' sketches (older ones read through ``con``) and
+    the sketches of the older documents in its pairs: ``(a, b, older sketches by id)``."""
+    held: dict[int, np.ndarray] = {}
+    a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
+                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)),
+                     frequent_out=frequent_out, old_out=held)
+    return a, b, _older_sketches(con, postings, lo, unique(a[a < lo]), held)
 
 
 def _older_sketches(con, postings, lo: int, old: np.ndarray, held: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
@@ -234,13 +243,8 @@ class NeighbourSearch:
             t = time.perf_counter()
             k = settings.support
             frequent: list = []
-            held: dict[int, np.ndarray] = {}
-            a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
-                             old_sketches=lambda want: _as_arrays(_sketches(cur, postings, lo, want)),
-                             frequent_out=frequent, old_out=held)
+            a, b, old_sk = _search_with_sketches(cur, postings, lo, ids, flat, lens, k, frequent)
             anchors, nb_off, nb = neighbour_arrays(a, b, lo)
-            old_sk = _older_sketches(cur, postings, lo, unique(a[a < lo]), held)
-            del held
             # the sketches update_concepts reads: the new documents that neighbour older ones
             starts = np.concatenate([[0], np.cumsum(lens)])
             near = unique(b[a < lo])
