@@ -220,7 +220,8 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
     t0 = time.perf_counter()
     _warm_kernels()
     total: IngestResult | None = None
-    with index.writer(create_with=create_with or Settings()) as w, ContentPool() as pool:
+    reading = prefetch(raw_chunks)  # the first chunks are read while the index opens
+    with reading, index.writer(create_with=create_with or Settings()) as w, ContentPool() as pool:
         settings = w.settings
 
         def prep(chunk: RawChunk) -> tuple[RawChunk, Prepared | None, float]:
@@ -229,7 +230,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
             t_html = time.perf_counter() - t
             return chunk, (prepare(chunk.batch, settings) if chunk.batch.num_rows else None), t_html
 
-        chunks = read_ahead(ordered_map(prep, prefetch(raw_chunks)))
+        chunks = read_ahead(ordered_map(prep, reading))
         values = pairs.ValueCache()  # older documents' values read by the pair search, kept from batch to batch
         while True:
             res = _ingest_batch(w, chunks, source, strict, progress, int(batch_mb * 1e6), on_stage or _no_stage, values)

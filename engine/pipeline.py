@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -71,43 +71,70 @@ class Beside:
         return self._out
 
 
-def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+def prefetch(items: Iterable[T], depth: int = 2) -> Prefetch[T]:
     """Yield ``items`` in order, producing them in a daemon thread ``depth`` ahead.
 
-    An exception raised by the producer is re-raised here, at the point it
-    occurred in the sequence. Closing the generator early stops the producer
-    at its next item.
+    The thread starts at once, not at the first ``next``: a caller reads ahead while it does
+    something else first (an ingest opens the index). An exception raised by the producer is
+    re-raised here, at the point it occurred in the sequence. Closing the iterator early (or
+    dropping it, read or not) stops the producer at its next item.
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    return Prefetch(items, depth)
 
-    def run() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                q.put((item, None))
-            q.put((_DONE, None))
-        except BaseException as exc:  # handed to the consumer
-            q.put((_DONE, exc))
 
-    t = threading.Thread(target=run, name="neardup-reader", daemon=True)
-    t.start()
-    try:
-        while True:
-            item, exc = q.get()
-            if item is _DONE:
-                if exc is not None:
-                    raise exc
-                return
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():
+class Prefetch(Iterator, Generic[T]):
+    """The iterator ``prefetch`` returns (see there)."""
+
+    def __init__(self, items: Iterable[T], depth: int = 2):
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._ended = False
+        q, stop = self._q, self._stop
+
+        def run() -> None:
             try:
-                q.get_nowait()
+                for item in items:
+                    if stop.is_set():
+                        return
+                    q.put((item, None))
+                q.put((_DONE, None))
+            except BaseException as exc:  # handed to the consumer
+                q.put((_DONE, exc))
+
+        self._thread = threading.Thread(target=run, name="neardup-reader", daemon=True)
+        self._thread.start()
+
+    def __next__(self) -> T:
+        if self._ended:
+            raise StopIteration
+        item, exc = self._q.get()
+        if item is _DONE:
+            self._ended = True
+            self._thread.join()
+            if exc is not None:
+                raise exc
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        """Stop the producer (at its next item) and wait for it; idempotent."""
+        self._ended = True
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._q.get_nowait()
             except queue.Empty:
-                t.join(timeout=0.05)
+                self._thread.join(timeout=0.05)
+
+    def __enter__(self) -> Prefetch[T]:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_thread"):
+            self.close()
 
 
 class _Raised:

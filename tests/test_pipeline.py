@@ -79,6 +79,33 @@ def test_closing_early_stops_the_feeding():
     assert not any(t.name.startswith("neardup-prepare") for t in threading.enumerate())
 
 
+def test_prefetch_reads_ahead_before_it_is_asked_and_stops_when_closed_unread():
+    """The producer starts at once (an ingest reads its first chunks while the index opens), reads
+    no more than ``depth`` ahead (one more is held by the blocked producer), and closing the
+    iterator before any ``next`` stops it."""
+    items = Counted(1000)
+    it = prefetch(items, depth=2)
+    deadline = time.monotonic() + 10
+    while items.taken < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert items.taken == 3  # two in the queue, the third waiting to be put
+    it.close()
+    assert not any(t.name == "neardup-reader" for t in threading.enumerate())
+    assert items.taken <= 4  # the producer stops at the item after the one it was putting
+    assert list(it) == []
+
+
+def test_prefetch_used_as_a_context_stops_its_producer_on_the_way_out():
+    items = Counted(1000)
+    with pytest.raises(RuntimeError):
+        with prefetch(items) as it:
+            assert next(it) == 0
+            raise RuntimeError("the index did not open")
+    assert not any(t.name == "neardup-reader" for t in threading.enumerate())
+    assert items.taken <= 4
+
+
 def test_beside_runs_in_the_callers_context_and_raises_what_it_raised():
     """``Beside`` (the concept neighbour search's and the simhash scan's thread) sees the memory plan
     of the caller that started it, even once the caller has left it, and ``result()`` raises the
