@@ -2,6 +2,7 @@
 
 import os
 
+from neardup.blas_probe import skip_numba_scipy_check
 from neardup.memory import one_malloc_arena
 
 # this process is neardup's: every thread allocates from one malloc arena, set before numpy, Arrow
@@ -19,3 +20,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # the million (docs/benchmarks.md) spent 1.0 s of its 9.7 s of CPU zeroing 240 of them; without
 # them its system CPU fell by 0.6 s. A value the user set is kept.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+# numba, which loads with the CLI's modules, would import SciPy (where installed) to check its
+# version (neardup.blas_probe)
+skip_numba_scipy_check()

@@ -1,4 +1,5 @@
-"""numba's BLAS probe, skipped in neardup's own processes.
+"""numba's two looks at SciPy, skipped in neardup's own processes: its BLAS probe and its
+version check.
 
 The first compiled kernel a process loads makes numba import its array functions
 (``numba.np.arraymath``), and that module asks at import whether a BLAS is at hand by
@@ -13,6 +14,12 @@ of numba still imports SciPy when it is compiled.
 its module code, ``scipy.linalg`` reads as absent (``None`` in ``sys.modules``); right after, it
 is importable again as before. The CLI calls it at its start, since that process is neardup's
 alone; a program that imports neardup as a library keeps numba's behaviour unless it calls it.
+
+numba's own import also imports SciPy, where it is installed, only to check that it is not older
+than 1.0 (``numba._ensure_critical_deps``): 15-40 ms on the CLI's main thread before anything else
+can start. ``skip_numba_scipy_check()`` hides ``scipy`` in the same way while ``numba``'s module
+code runs. Nothing of numba's depends on it: its linear algebra imports SciPy when it is compiled.
+The CLI's package (``neardup.cli``) calls it, since numba loads with the CLI's modules.
 """
 
 from __future__ import annotations
@@ -26,20 +33,34 @@ _TARGET = "numba.np.arraymath"
 _HIDDEN = "scipy.linalg"
 
 
-def _hidden(run: Callable[[], None], module) -> None:
-    """Runs ``numba.np.arraymath``'s code with ``scipy.linalg`` hidden."""
-    if _HIDDEN in sys.modules:  # already imported: the probe is cheap, nothing to hide
-        run()
-        return
-    sys.modules[_HIDDEN] = None  # ``import scipy.linalg...`` now raises ImportError at once
-    try:
-        run()
-    finally:
-        if sys.modules.get(_HIDDEN, 0) is None:
-            del sys.modules[_HIDDEN]
+def _hiding(hidden: str) -> Callable[[Callable[[], None], object], None]:
+    """What runs a module's code with module ``hidden`` reading as absent."""
+
+    def around(run: Callable[[], None], module) -> None:
+        if hidden in sys.modules:  # already imported: the look is cheap, nothing to hide
+            run()
+            return
+        sys.modules[hidden] = None  # ``import <hidden>...`` now raises ImportError at once
+        try:
+            run()
+        finally:
+            if sys.modules.get(hidden, 0) is None:
+                del sys.modules[hidden]
+
+    return around
+
+
+_hidden = _hiding(_HIDDEN)
+_scipy_hidden = _hiding("scipy")
 
 
 def skip_numba_blas_probe() -> None:
     """Skip numba's BLAS probe in this process (see the module's text); idempotent. Does nothing
     once ``numba.np.arraymath`` is imported (the probe has then run)."""
     around_import(_TARGET, _hidden)
+
+
+def skip_numba_scipy_check() -> None:
+    """Skip numba's import of SciPy for its version check in this process (see the module's
+    text); idempotent. Does nothing once ``numba`` is imported."""
+    around_import("numba", _scipy_hidden)
