@@ -1,8 +1,10 @@
 """The ``neardup`` command line: a thin typer layer over the engine."""
 
+import gc
 import os
 
 from neardup.blas_probe import skip_numba_scipy_check
+from neardup.import_hooks import around_import
 from neardup.memory import one_malloc_arena
 
 # this process is neardup's: every thread allocates from one malloc arena, set before numpy, Arrow
@@ -23,3 +25,23 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 # numba, which loads with the CLI's modules, would import SciPy (where installed) to check its
 # version (neardup.blas_probe)
 skip_numba_scipy_check()
+
+
+def _without_collections(run, module) -> None:
+    """Runs the commands' module (``neardup.cli.app``), and every import it makes, with the cyclic
+    garbage collector off: those imports (typer, Arrow, DuckDB, numba and the engine) create
+    objects by the hundred thousand and few cycles, and triggered about 140 collections of the
+    real site's ingest's 160, 45-90 ms holding the interpreter's lock before anything else could
+    start. The objects made are then frozen (``gc.freeze``: the collector leaves them alone, as
+    it would have after they survived a few collections) and the collector is on again if it was."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        run()
+    finally:
+        gc.freeze()
+        if was_on:
+            gc.enable()
+
+
+around_import("neardup.cli.app", _without_collections)

@@ -34,6 +34,16 @@ def test_importing_neardup_or_its_cli_package_loads_no_array_library():
     assert _run(code).stdout.strip() == "[]"
 
 
+def test_the_commands_module_loads_without_garbage_collections_and_leaves_the_collector_on():
+    """``neardup.cli.app`` and all it imports load with the cyclic collector off (its imports
+    triggered about 140 collections), then the collector is on again, with its thresholds kept."""
+    code = ("import gc, neardup, neardup.cli; n = [0]; "
+            "gc.callbacks.append(lambda phase, info: n.__setitem__(0, n[0] + (phase == 'start'))); "
+            "before = gc.get_threshold(); import neardup.cli.app; "
+            "print(n[0], gc.isenabled(), gc.get_threshold() == before, gc.get_freeze_count() > 0)")
+    assert _run(code).stdout.split() == ["0", "True", "True", "True"]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
 def test_the_cli_process_allocates_from_one_malloc_arena():
     """glibc's ``malloc_stats`` lists an arena per thread that allocated; once ``neardup.cli`` is
