@@ -34,6 +34,17 @@ def test_importing_neardup_or_its_cli_package_loads_no_array_library():
     assert _run(code).stdout.strip() == "[]"
 
 
+def test_the_version_is_the_installed_packages_and_read_without_its_metadata():
+    """``neardup.__version__`` is what the installed package's metadata says (pyproject.toml reads
+    it from the package), and ``import neardup`` does not import ``importlib.metadata`` for it."""
+    from importlib.metadata import version
+
+    import neardup
+
+    assert neardup.__version__ == version("neardup")
+    assert _run("import sys, neardup; print('importlib.metadata' in sys.modules)").stdout.strip() == "False"
+
+
 def test_the_commands_module_loads_without_garbage_collections_and_leaves_the_collector_on():
     """``neardup.cli.app`` and all it imports load with the cyclic collector off (its imports
     triggered about 140 collections), then the collector is on again, with its thresholds kept."""
