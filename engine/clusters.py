@@ -321,9 +321,10 @@ def _extended(con, touched: list[int], near_new: dict[int, list[int]], sk: dict,
 
     The clusters are found on their narrow columns, and the common values (a list a cluster, most
     of the table's bytes) are read for those clusters only, by row id: a scan of them all, or one
-    joined on the cluster ids, reads the whole column (a late batch of the million: 29-49 MB of
-    the catalog's file, which each writer drops from the page cache; 19 MB by row id for 120
-    clusters of 100,000, docs/benchmarks.md)."""
+    joined on the cluster ids, reads the whole column. The first batch of the million's last part
+    read 86 MB of the catalog's file before and 76 MB after (``clusters.common`` 49 -> 35 MB: the
+    clusters lie all over the table), which each writer drops from the page cache
+    (docs/benchmarks.md)."""
     con.register("nb_ids", pa.table({"doc_id": pa.array(touched, pa.int64())}))
     try:
         found = con.execute(
