@@ -103,7 +103,8 @@ def test_prefetch_used_as_a_context_stops_its_producer_on_the_way_out():
             assert next(it) == 0
             raise RuntimeError("the index did not open")
     assert not any(t.name == "neardup-reader" for t in threading.enumerate())
-    assert items.taken <= 4
+    # the one read, two in the queue, one being put, and the one after it, where the producer stops
+    assert items.taken <= 5
 
 
 def test_beside_runs_in_the_callers_context_and_raises_what_it_raised():
