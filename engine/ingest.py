@@ -319,6 +319,7 @@ def _ingest_batch(w: Writer, chunks: Peekable, source: str, strict: bool, progre
                     t = time.perf_counter()
                     keys = pairs.candidate_postings(con, first_doc, next_doc - 1, w.settings, written)
                     res.tick("candidate keys", t)
+                    pairs.sketch_filter.hold_batch(values, first_doc, next_doc - 1, written, w.settings)
                     res.pairs = pairs.find_batch_pairs(con, w.postings, first_doc, next_doc - 1, batch_id, w.settings,
                                                        res.timings, keys=keys, beside=True, values=values)
                 except BaseException:

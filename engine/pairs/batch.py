@@ -16,10 +16,11 @@ from .chains import _a12_pairs, _chain_pairs
 from .groups import KeyGroups
 from .keys import candidate_postings, lsh_params, pair_methods, simhash_plan
 from .simhash import ScanBeside, scan_pairs, use_scan
+from .sketch_filter import VERIFY, screen, screens
 from ..store.postings import VALUES
 from .values import SIGNATURE_VALUES, ValueCache, _fetch, _fixed_values, _signature_rows
 from .verify import (_shared_lists, _simhash_distance, agree_enough, bottomk_similarity, min_agreements,
-                     minhash_similarity, shingle_jaccard)
+                     minhash_similarity, shingle_jaccard, sure_agreements)
 from ..arrays import pair_order, unique
 
 #: candidate rows (key matches before deduplication) one slice of a batch's documents may hold in
@@ -161,12 +162,12 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
                 a, b = a[ok], b[ok]
             return a, b
 
-        def agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+        def agreeing(table: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
             if "agree:" + table not in cache:
                 cache["agree:" + table] = timed(_agreeing, table)
             return cache["agree:" + table]
 
-        def _agreeing(table: str) -> tuple[np.ndarray, np.ndarray]:
+        def _agreeing(table: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
             if table not in groups:
                 groups[table] = _key_groups(keys, table, settings)
             if "low" not in batch_low:
@@ -176,14 +177,19 @@ def _keyed_pairs(con, postings, lo: int, hi: int, settings: Settings, methods: l
                                                          lambda ids: _old_low_rows(con, postings, lo, ids, settings, values),
                                                          min_agreements(settings.threshold, settings.minhash_perms))
             rows[0] += held  # what the slice held (its candidates are never listed)
-            return a, b
+            if a.size and screens(settings):  # which need no screen by their sketches
+                sure = _agree_at_least(con, postings, lo, settings, values, batch_low, a, b,
+                                       sure_agreements(settings.threshold, settings.minhash_perms))
+                return a, b, sure
+            return a, b, None
 
         for m in keyed:
-            found[m].append(_verify(con, m, cand, postings, lo, settings, values, agreeing))
+            found[m].append(_verify(con, m, cand, postings, lo, hi, settings, values, agreeing))
         step = max(1, int(budget * (last - first + 1) / max(rows[0], 1)))
         first = last + 1
     if "low" in batch_low:  # older documents' rows for the batches after this one
         values.add_fixed(SIGNATURE_VALUES, *batch_low["low"])
+    values.batch_sketches = None  # (``sketch_filter.hold_batch``: this batch's alone)
 
 
 def _key_groups(keys: dict, table: str, settings: Settings) -> KeyGroups:
@@ -208,6 +214,33 @@ def _batch_low_rows(keys: dict, perms: int) -> tuple[np.ndarray, np.ndarray]:
     return ids[order], rows[order]
 
 
+def _agree_at_least(con, postings, lo: int, settings: Settings, cache: ValueCache, batch_low: dict,
+                    a: np.ndarray, b: np.ndarray, need: int) -> np.ndarray:
+    """Whether each pair's one-byte signature rows agree on at least ``need`` positions: the batch's
+    rows ``batch_low["low"]`` (as words once a batch, ``batch_low["words"]``), older documents'
+    through ``cache``."""
+    from .. import row_kernels
+
+    new_ids, low_new = batch_low["low"]
+    if "words" not in batch_low:
+        batch_low["words"] = row_kernels.byte_words(low_new)
+    words = batch_low["words"]
+    perms = low_new.shape[1]
+    ab = np.concatenate([a, b])
+    old = unique(ab[ab < lo])
+    if old.size:
+        held, place = _old_low_rows(con, postings, lo, old, settings, cache)
+        words = np.concatenate([words, row_kernels.byte_words(held[place], perms)])
+    if new_ids.size and int(new_ids[-1]) - int(new_ids[0]) + 1 == new_ids.size:  # a batch's ids run without gaps
+        rows = ab - new_ids[0]
+    else:
+        rows = np.searchsorted(new_ids, ab)
+    if old.size:
+        at = ab < lo
+        rows[at] = new_ids.size + np.searchsorted(old, ab[at])
+    return row_kernels.pair_agreements(words, rows[: a.size], rows[a.size :], need + row_kernels.padded(perms) - perms)
+
+
 def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings,
                   cache: ValueCache) -> tuple[np.ndarray, np.ndarray]:
     """One-byte signature rows of older documents ``ids`` (ascending, distinct) as ``(rows, place)``,
@@ -229,20 +262,31 @@ def _old_low_rows(con, postings, lo: int, ids: np.ndarray, settings: Settings,
     return read(ids), np.arange(ids.size)
 
 
-def _verify(con, m: str, cand, postings, lo: int, settings: Settings,
+def _verify(con, m: str, cand, postings, lo: int, hi: int, settings: Settings,
             cache: ValueCache | None = None, agreeing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice, with their similarity
-    (``agreeing(table)``: the candidates of ``jaccard`` that pass the agreement filter)."""
+    """The pairs of method ``m`` among the candidates ``cand(table)`` of one slice of batch
+    ``lo..hi``, with their similarity (``agreeing(table)``: the candidates of ``jaccard`` that pass
+    the agreement filter)."""
     t = settings.threshold
     if m == "jaccard":
         if agreeing is not None:
-            a, b = agreeing("lsh")
+            a, b, sure = agreeing("lsh")
         else:
             a, b = cand("lsh")
             # pairs whose signatures agree too rarely for the threshold are not verified
             ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
-            a, b = a[ok], b[ok]
-        sim = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a, b)
+            a, b, sure = a[ok], b[ok], None
+        if a.size and screens(settings):
+            # the others' bottom-k sketches screen them, and decide those whose sketches are whole
+            # sets (``sketch_filter``); what passes is verified on the shingle sets
+            state = np.full(a.size, VERIFY, np.int8)
+            sim = np.full(a.size, -1.0)
+            look = ~sure if sure is not None else np.ones(a.size, bool)
+            state[look], sim[look] = screen(con, a[look], b[look], settings, min_agreements(t, settings.bottomk), postings, lo, hi, cache)
+            more = state == VERIFY
+            sim[more] = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a[more], b[more])
+        else:
+            sim = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a, b)
         keep = sim >= t - 1e-12
     elif m == "minhash":
         a, b = cand("lsh")

@@ -72,6 +72,9 @@ class ValueCache:
         #: the simhash scan's older documents sorted on its tables, by catalog table (``simhash.sorted_old``;
         #: bounded by a document count of their own, not by ``limit``)
         self.sorted_simhashes: dict = {}
+        #: the bottom-k sketches of the batch being verified: ``((lo, hi), (ids, values, offsets))``
+        #: (``sketch_filter._batch_sketches``)
+        self.batch_sketches: tuple | None = None
 
     def _bytes(self, value) -> int:
         return (len(value) if isinstance(value, (bytes, bytearray)) else 64) + self.ENTRY_BYTES

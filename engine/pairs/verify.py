@@ -33,6 +33,19 @@ def min_agreements(threshold: float, perms: int, risk: float = AGREEMENT_RISK) -
     return m
 
 
+#: share of the pairs at the threshold whose min-hash agreements fall below ``sure_agreements``
+SURE_SHARE = 0.01
+
+
+def sure_agreements(threshold: float, perms: int) -> int:
+    """The min-hash agreements that all but ``SURE_SHARE`` of the pairs at the threshold reach (70
+    of 100 at 0.8): ``jaccard``'s candidates agreeing this often are verified without the bottom-k
+    screen (``sketch_filter``). A pair of a site's frame (Jaccard about 0.5) practically never
+    agrees this often, and a pair that does nearly always passes the screen: screening it would
+    only cost time."""
+    return min_agreements(threshold, perms, SURE_SHARE)
+
+
 def agree_enough(con, a: np.ndarray, b: np.ndarray, perms: int, need: int, postings=None, lo: int = 0,
                  cache: ValueCache | None = None) -> np.ndarray:
     """Whether the min-hash signatures of each pair agree on at least ``need`` positions, comparing
