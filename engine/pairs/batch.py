@@ -276,6 +276,10 @@ def _verify(con, m: str, cand, postings, lo: int, hi: int, settings: Settings,
             # pairs whose signatures agree too rarely for the threshold are not verified
             ok = agree_enough(con, a, b, settings.minhash_perms, min_agreements(t, settings.minhash_perms), postings, lo, cache)
             a, b, sure = a[ok], b[ok], None
+
+        def exact(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return _chunked(lambda x_, y_: shingle_jaccard(con, x_, y_, postings, lo, at_least=t, cache=cache), x, y)
+
         if a.size and screens(settings):
             # the others' bottom-k sketches screen them, and decide those whose sketches are whole
             # sets (``sketch_filter``); what passes is verified on the shingle sets
@@ -284,9 +288,9 @@ def _verify(con, m: str, cand, postings, lo: int, hi: int, settings: Settings,
             look = ~sure if sure is not None else np.ones(a.size, bool)
             state[look], sim[look] = screen(con, a[look], b[look], settings, min_agreements(t, settings.bottomk), postings, lo, hi, cache)
             more = state == VERIFY
-            sim[more] = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a[more], b[more])
+            sim[more] = exact(a[more], b[more])
         else:
-            sim = _chunked(lambda x, y: shingle_jaccard(con, x, y, postings, lo, at_least=t, cache=cache), a, b)
+            sim = exact(a, b)
         keep = sim >= t - 1e-12
     elif m == "minhash":
         a, b = cand("lsh")
