@@ -142,9 +142,9 @@ def _gather(flat: np.ndarray, offs: np.ndarray, rows: np.ndarray) -> tuple[np.nd
 def sketch_rows(con, ids: np.ndarray, settings: Settings, postings=None, lo: int = 0, hi: int = -1,
                 cache: ValueCache | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids ascending, values, offsets)``: the bottom-k sketches of ``ids``, each ascending under
-    the sketch's permutation. The batch's own (``lo..hi``) come from its rows in the catalog, read
-    once (``_batch_sketches``); older documents' from ``cache`` or the postings' value table, or
-    from the catalog where the postings have none (an index without the concept clusters)."""
+    the sketch's permutation. The batch's own (``lo..hi``) come from its rows, as ``hold_batch``
+    kept them or as read from the catalog once (``_batch_sketches``); older documents' from
+    ``cache`` or the postings' value table, or from the catalog where the postings have none."""
     ids = np.unique(np.asarray(ids, dtype=np.int64))
     new = ids[(ids >= lo) & (ids <= hi)]
     old = ids[(ids < lo) | (ids > hi)]
