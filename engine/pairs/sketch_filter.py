@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from ..settings import Settings
-from .values import ValueCache, _fetch, _flat, _rows_of
+from .values import ValueCache, _flat, _rows_of, _values, big_endian_lists
 
 #: the postings' value table of the bottom-k sketches (``clusters.SKETCH_VALUES``: big-endian
 #: uint64, the sketch in order), written with the concept clusters' postings
@@ -159,31 +159,10 @@ def sketch_rows(con, ids: np.ndarray, settings: Settings, postings=None, lo: int
         parts_data.append(data)
         parts_lens.append(np.diff(offs))
     if old.size:
-        known = cache.get(SKETCH_VALUES, old.tolist()) if cache is not None else {}
-        blobs: dict[int, bytes] = dict(known)
-        todo = np.array([i for i in old.tolist() if i not in known], dtype=np.int64) if known else old
-        if postings is not None and todo.size:
-            got = postings.get_values(SKETCH_VALUES, todo)
-            blobs.update(got)
-            if cache is not None:
-                cache.add(SKETCH_VALUES, got)
-        rest = np.array([i for i in todo.tolist() if i not in blobs], dtype=np.int64)
-        if rest.size:
-            t = _fetch(con, "fp_bottomk", "f.sketch", rest)
-            flat, lens = _flat(t.column("sketch").combine_chunks())
-            raw = flat.astype(">u8").tobytes()
-            bounds = (np.concatenate([[0], np.cumsum(lens)]) * 8).tolist()
-            fetched = dict(zip(t.column("doc_id").to_pylist(), (raw[s:e] for s, e in zip(bounds[:-1], bounds[1:]))))
-            blobs.update(fetched)
-            if cache is not None:
-                cache.add(SKETCH_VALUES, fetched)
-        missing = [i for i in old.tolist() if i not in blobs]
-        if missing:
-            raise ValueError(f"fp_bottomk: no sketch for documents {missing[:5]}")
-        got_parts = [blobs[i] for i in old.tolist()]
+        _, got = _values(con, postings, lo, old, "fp_bottomk", "sketch", SKETCH_VALUES, cache, big_endian_lists)
         parts_ids.append(old)
-        parts_data.append(np.frombuffer(b"".join(got_parts), dtype=">u8").astype(np.uint64))
-        parts_lens.append(np.fromiter(map(len, got_parts), np.int64, count=len(got_parts)) // 8)
+        parts_data.append(np.frombuffer(b"".join(got), dtype=">u8").astype(np.uint64))
+        parts_lens.append(np.fromiter(map(len, got), np.int64, count=len(got)) // 8)
     order = np.argsort(np.concatenate(parts_ids), kind="stable")
     all_ids = np.concatenate(parts_ids)[order]
     all_lens = np.concatenate(parts_lens)

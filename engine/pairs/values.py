@@ -252,10 +252,12 @@ def _simhash_rows(col: pa.ChunkedArray) -> np.ndarray:
 
 
 def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str, value_table: str,
-            cache: ValueCache | None = None) -> tuple[np.ndarray, list[bytes]]:
+            cache: ValueCache | None = None, encode=None) -> tuple[np.ndarray, list[bytes]]:
     """``(sorted ids, their values)``: older documents' from the postings' value table
     (a lookup per document), the batch's own (and any missing) from the catalog; those in
-    ``cache`` from there (and the rest are added to it)."""
+    ``cache`` from there (and the rest are added to it). ``encode``: the catalog column's values
+    as the value table stores them (``encode(arrow array) -> list of bytes``; default: as Python
+    gives them)."""
     ids = unique(ids)
     known = cache.get(value_table, ids.tolist()) if cache is not None else {}
     todo = np.array([i for i in ids.tolist() if i not in known], dtype=np.int64) if known else ids
@@ -265,11 +267,20 @@ def _values(con, postings, lo: int, ids: np.ndarray, fp_table: str, column: str,
     rest = np.array([i for i in todo.tolist() if i not in got], dtype=np.int64)
     if rest.size:
         t = _fetch(con, fp_table, f"f.{column}", rest)
-        got.update(zip(t.column("doc_id").to_pylist(), t.column(column).to_pylist()))
+        col = t.column(column)
+        got.update(zip(t.column("doc_id").to_pylist(), encode(col.combine_chunks()) if encode is not None else col.to_pylist()))
     out = [known[i] if i in known else got[i] for i in ids.tolist()]
     if cache is not None:
         cache.add(value_table, got)
     return ids, out
+
+
+def big_endian_lists(col: pa.Array) -> list[bytes]:
+    """Each list of uint64 in ``col`` as big-endian bytes (how the value tables store sketches)."""
+    flat, lens = _flat(col)
+    raw = flat.astype(">u8").tobytes()
+    bounds = (np.concatenate([[0], np.cumsum(lens)]) * 8).tolist()
+    return [raw[s:e] for s, e in zip(bounds[:-1], bounds[1:])]
 
 
 def _matrix(con, table: str, column: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
