@@ -418,26 +418,31 @@ def pair_jaccard_at_least(data, offs, ra, rb, t, swap=False):
     return out
 
 
+@njit(cache=True, inline="always")
+def bottom_counts(data, i, ie, j, je, k):
+    """``(both, taken)`` of the ascending sketches ``data[i:ie]`` and ``data[j:je]``: of the (at
+    most ``k``) smallest values of their union, how many were taken and how many lie in both."""
+    taken = 0
+    both = 0
+    # while both have values left, one merge step without a branch to mispredict
+    while taken < k and i < ie and j < je:
+        x = data[i]
+        y = data[j]
+        both += x == y
+        i += x <= y
+        j += y <= x
+        taken += 1
+    # then the rest of whichever is left, none of it in both
+    return both, min(k, taken + (ie - i) + (je - j))
+
+
 @njit(cache=True, nogil=True)
 def pair_bottomk(data, offs, ra, rb, k):
     """Broder's estimate for each row pair of ascending bottom-k sketches: of the ``k``
     smallest values of the union, the share that lies in both sketches."""
     out = np.empty(ra.size, np.float64)
     for p in range(ra.size):
-        i, ie = offs[ra[p]], offs[ra[p] + 1]
-        j, je = offs[rb[p]], offs[rb[p] + 1]
-        taken = 0
-        both = 0
-        while taken < k and (i < ie or j < je):
-            if j >= je or (i < ie and data[i] < data[j]):
-                i += 1
-            elif i >= ie or data[j] < data[i]:
-                j += 1
-            else:
-                both += 1
-                i += 1
-                j += 1
-            taken += 1
+        both, taken = bottom_counts(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1], k)
         out[p] = both / taken if taken > 0 else 1.0
     return out
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..kernels import bottom_counts
 from ..settings import Settings
 from .values import ValueCache, _flat, _rows_of, _values, big_endian_lists
 
@@ -60,20 +61,7 @@ def sketch_states(data, offs, ra, rb, k, need, threshold, sim):
     ``need`` of its ``k`` smallest are in both; else ``DROP``."""
     out = np.empty(ra.size, np.int8)
     for p in range(ra.size):
-        i, ie = offs[ra[p]], offs[ra[p] + 1]
-        j, je = offs[rb[p]], offs[rb[p] + 1]
-        taken = 0
-        both = 0
-        # while both have values left, one merge step without a branch to mispredict
-        while taken < k and i < ie and j < je:
-            x = data[i]
-            y = data[j]
-            both += x == y
-            i += x <= y
-            j += y <= x
-            taken += 1
-        # then the rest of whichever is left, none of it in both
-        taken = min(k, taken + (ie - i) + (je - j))
+        both, taken = bottom_counts(data, offs[ra[p]], offs[ra[p] + 1], offs[rb[p]], offs[rb[p] + 1], k)
         if taken >= k:
             out[p] = 1 if both >= need else 0
         elif taken > 0 and both / taken >= threshold - 1e-12:
