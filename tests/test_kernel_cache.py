@@ -88,3 +88,66 @@ def test_the_cli_loads_the_kernels_lean(tmp_path: Path) -> None:
         subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True, cwd=tmp_path)
     assert json.loads(mark.read_text()) is False
     assert (tmp_path / "idx" / "catalog.duckdb").exists()
+
+
+def test_elf_defined_symbols_are_those_numba_reads_from_the_bitcode() -> None:
+    """The names ``elf_defined_symbols`` reads from a kernel's object code are exactly the defined
+    functions and globals numba reads from the bitcode cached beside it (what its own load adds)."""
+    import llvmlite.binding as ll
+    import numpy as np
+    from numba import njit
+
+    from neardup.kernel_cache import elf_defined_symbols
+
+    @njit
+    def helper(x):
+        return x * 3 + 1
+
+    @njit
+    def kernel(xs):
+        out = np.empty(xs.size, np.int64)
+        for i in range(xs.size):
+            out[i] = helper(xs[i])
+        return out
+
+    assert kernel(np.arange(4, dtype=np.int64)).tolist() == [1, 4, 7, 10]
+    library = next(iter(kernel.overloads.values())).library
+    name, kind, (obj, bitcode) = library.serialize_using_object_code()
+    assert kind == "object"
+    module = ll.parse_bitcode(bitcode)
+    numba_reads = {g.name for group in (module.functions, module.global_variables) for g in group if not g.is_declaration}
+    assert len(numba_reads) > 2 and any("kernel" in n for n in numba_reads)
+    assert elf_defined_symbols(obj) == numba_reads
+    assert elf_defined_symbols(b"\x7fELF\x01" + bytes(80)) is None  # 32-bit: not read
+    assert elf_defined_symbols(bitcode) is None
+
+
+CALLER = '''
+import json, sys
+from neardup.kernel_cache import load_kernels_lean
+load_kernels_lean()
+import numpy as np
+from numba import njit
+import kern
+xs = np.arange(5, dtype=np.int64)
+first = int(kern.weighted(xs, 3))  # from the cache
+library = next(iter(kern.weighted.overloads.values())).library
+lean = "_lean_bitcode" in library.__dict__
+
+
+@njit
+def twice(xs, w):  # compiled now: calls the cached kernel with its cached signature, so links against it
+    return 2 * kern.weighted(xs, w)
+
+
+print(json.dumps({"out": [first, int(twice(xs, 3))], "lean": lean, "linked": "_lean_bitcode" not in library.__dict__}))
+'''
+
+
+def test_a_kernel_loaded_lean_is_linked_into_one_compiled_later(tmp_path: Path) -> None:
+    """A cached kernel loads without its bitcode parsed (``_lean_bitcode`` kept), gives the same
+    results, and a kernel compiled later in the process that calls it links against it (the bitcode
+    is parsed then)."""
+    (tmp_path / "kern.py").write_text(MODULE)
+    _run(tmp_path, USE.format(install=""))  # cached by numba's own load
+    assert _run(tmp_path, CALLER) == {"out": [30, 60], "lean": True, "linked": True}
