@@ -286,6 +286,27 @@ def test_compiled_charikar_matches_the_numpy_reference(counts, seed):
     assert np.array_equal(sim.charikar(h, counts), sim.charikar_reference(h, counts))
 
 
+@settings(max_examples=20)
+@given(st.lists(st.sampled_from([1, 254, 255, 256, 509, 510, 511, 766, 1200]), min_size=1, max_size=6), st.integers(0, 1000),
+       st.sampled_from(["random", "ones", "sparse"]))
+def test_charikar_counts_past_a_byte_lane(counts, seed, kind):
+    """Documents of more words than one byte lane of the compiled counters holds (255), flushed at
+    and around that boundary; all-ones hashes fill every lane to the brim."""
+    counts = np.array(counts, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    n = int(counts.sum())
+    if kind == "ones":
+        h = np.full(n, 2**64 - 1, dtype=np.uint64)
+    elif kind == "sparse":  # few set bits: counts just below half decide the bits
+        h = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True) & rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    else:
+        h = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    got = sim.charikar(h, counts)
+    assert np.array_equal(got, sim.charikar_reference(h, counts))
+    if kind == "ones":
+        assert (got == np.uint64(2**64 - 1)).all()
+
+
 @given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 5000), st.sampled_from([0, 8, 40, 58])), min_size=1, max_size=10),
        st.integers(0, 2**32))
 def test_distinct_sorted_is_each_documents_unique_values(docs, seed):

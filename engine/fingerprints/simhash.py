@@ -27,7 +27,7 @@ BITS = 64
 
 
 def charikar(word_hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``charikar_reference``, compiled (``neardup.fingerprints.sketch_kernels.charikar``; ~6x faster)."""
+    """``charikar_reference``, compiled (``neardup.fingerprints.sketch_kernels.charikar``: byte-lane counters, 4x faster than a bit test per hash bit)."""
     from . import sketch_kernels
 
     return sketch_kernels.charikar(word_hashes, counts.astype(np.int64))

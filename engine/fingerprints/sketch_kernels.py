@@ -286,21 +286,54 @@ def minhash_universal(values, starts, counts, a, b, inv):
     return out
 
 
+@njit(cache=True, inline="always")
+def _add_lanes(acc, lanes, j):
+    """Add the eight byte lanes of ``lanes`` (lane q counting bit ``8 q + j``) to ``acc``."""
+    for q in range(8):
+        acc[8 * q + j] += np.int64((lanes >> uint64(8 * q)) & uint64(0xFF))
+
+
 @njit(cache=True, nogil=True)
 def charikar(word_hashes, counts):
-    """Charikar simhash per document: bit i set when at least half of its words' hashes have bit i."""
+    """Charikar simhash per document: bit i set when at least half of its words' hashes have bit i.
+
+    The bits are counted eight at a time: word ``j`` of eight uint64 counters adds ``(h >> j) &
+    0x0101...01`` for every hash ``h``, so its byte lane q counts bit ``8 q + j``; the lanes go to
+    the 64 totals every 255 hashes, before one could overflow (8 shifts and adds a hash instead of
+    64 bit tests)."""
     out = np.zeros(counts.size, np.uint64)
     acc = np.zeros(64, np.int64)
+    ones = uint64(0x0101010101010101)
     base = 0
     for d in range(counts.size):
         m = counts[d]
         if m == 0:
             continue
         acc[:] = 0
-        for k in range(base, base + m):
-            h = word_hashes[k]
-            for b in range(64):
-                acc[b] += (h >> uint64(b)) & uint64(1)
+        k = base
+        end = base + m
+        while k < end:
+            stop = min(end, k + 255)
+            c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = uint64(0)
+            for i in range(k, stop):
+                h = word_hashes[i]
+                c0 += h & ones
+                c1 += (h >> uint64(1)) & ones
+                c2 += (h >> uint64(2)) & ones
+                c3 += (h >> uint64(3)) & ones
+                c4 += (h >> uint64(4)) & ones
+                c5 += (h >> uint64(5)) & ones
+                c6 += (h >> uint64(6)) & ones
+                c7 += (h >> uint64(7)) & ones
+            _add_lanes(acc, c0, 0)
+            _add_lanes(acc, c1, 1)
+            _add_lanes(acc, c2, 2)
+            _add_lanes(acc, c3, 3)
+            _add_lanes(acc, c4, 4)
+            _add_lanes(acc, c5, 5)
+            _add_lanes(acc, c6, 6)
+            _add_lanes(acc, c7, 7)
+            k = stop
         s = uint64(0)
         for b in range(64):
             if 2 * acc[b] >= m:
