@@ -1,5 +1,6 @@
 """numba's cached kernels loaded without its compiler's implementations, and their code without
-its symbols read through LLVM, in neardup's processes.
+its symbols read through LLVM, in neardup's processes; kernels compiled there use the CPU's widest
+vectors (``_wide_vectors``).
 
 numba loads a kernel compiled by an earlier process (``cache=True``) in ``Cache.load_overload``,
 which first refreshes the target context: it imports the modules that implement numba's
@@ -75,11 +76,13 @@ def _after(run: Callable[[], None], module) -> None:
 def _after_codegen(run: Callable[[], None], module) -> None:
     run()
     _lean_libraries(module)
+    _wide_vectors(module)
 
 
 def load_kernels_lean() -> None:
     """Load cached kernels without refreshing numba's target context, and their code without
-    reading its symbols through LLVM, in this process (see the module's text); idempotent.
+    reading its symbols through LLVM, in this process (see the module's text), and compile kernels
+    with the CPU's widest vectors (``_wide_vectors``); idempotent.
     Installed when ``numba.core.caching`` and ``numba.core.codegen`` are imported, or at once for
     those that already are."""
     if not around_import(_TARGET, _after):
@@ -88,6 +91,7 @@ def load_kernels_lean() -> None:
     if not around_import(_CODEGEN, _after_codegen):
         with _lock:
             _lean_libraries(sys.modules[_CODEGEN])
+            _wide_vectors(sys.modules[_CODEGEN])
 
 
 def elf_defined_symbols(obj: bytes) -> set[str] | None:
@@ -146,3 +150,37 @@ def _lean_libraries(module) -> None:
     _unserialize.lean = True
     lib._unserialize = classmethod(_unserialize)
     lib._get_module_for_linking = _get_module_for_linking
+
+
+#: the LLVM tuning feature that makes it vectorize loops 256 bits at a time on a CPU with 512-bit vectors
+_PREFER_256 = "prefer-256-bit"
+
+
+def _wide_vectors(module) -> None:
+    """Let the kernels that ``numba.core.codegen`` (imported) compiles from now on use 512-bit vectors
+    where the CPU has them: LLVM's tuning for Intel's AVX-512 server CPUs (and what it takes this
+    machine for) vectorizes 256 bits at a time, so the min-hash loop multiplied four 64-bit lanes
+    where the CPU multiplies eight (its 100 permutations of 10 million values: 0.25 -> 0.18 s,
+    docs/benchmarks.md, the fortieth session). The features string numba asks LLVM for gets
+    ``-prefer-256-bit`` when it holds ``+avx512f``; nothing changes where the user set
+    ``NUMBA_CPU_FEATURES``, or on a CPU without AVX-512. The results are the same: the kernels'
+    integer arithmetic is exact, and numba reorders no floating-point sum (no fastmath). The kernels
+    so compiled are cached beside, not in place of, those of the default features (numba keys its
+    cache on them)."""
+    jit = getattr(module, "JITCPUCodegen", None)
+    original = getattr(jit, "_customize_tm_features", None)
+    if original is None or getattr(original, "wide", False):
+        return
+    config = sys.modules.get("numba.core.config")
+
+    def _customize_tm_features(self):
+        features = original(self)
+        if config is None or config.CPU_FEATURES is not None or not isinstance(features, str):
+            return features
+        names = features.split(",")
+        if "+avx512f" not in names or any(f.endswith(_PREFER_256) for f in names):
+            return features
+        return features + ",-" + _PREFER_256
+
+    _customize_tm_features.wide = True
+    jit._customize_tm_features = _customize_tm_features

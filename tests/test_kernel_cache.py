@@ -53,13 +53,13 @@ def test_a_kernel_compiles_with_the_lean_load_then_loads_lean_from_the_cache(tmp
     assert any((tmp_path / "cache").rglob("*.nbi"))
     again = _run(tmp_path, USE.format(install=LEAN))  # both signatures from the cache, registries untouched
     assert again == {"out": [30, 3.0], "registries": False}
-    plain = _run(tmp_path, USE.format(install=""))  # numba's own load of the same cache refreshes them
-    assert plain == {"out": [30, 3.0], "registries": True}
+    plain = _run(tmp_path, USE.format(install=""))  # numba's own load refreshes them (and, on a CPU with AVX-512, compiles
+    assert plain == {"out": [30, 3.0], "registries": True}  # for its default features: _wide_vectors)
 
 
 def test_installed_after_numba_is_imported_and_twice(tmp_path: Path) -> None:
     (tmp_path / "kern.py").write_text(MODULE)
-    _run(tmp_path, USE.format(install=""))  # cached
+    _run(tmp_path, USE.format(install=LEAN))  # compiled and cached (with the features of a lean process)
     late = "import numba.core.caching\n" + LEAN + "\nload_kernels_lean()"
     assert _run(tmp_path, USE.format(install=late)) == {"out": [30, 3.0], "registries": False}
 
@@ -149,5 +149,41 @@ def test_a_kernel_loaded_lean_is_linked_into_one_compiled_later(tmp_path: Path) 
     results, and a kernel compiled later in the process that calls it links against it (the bitcode
     is parsed then)."""
     (tmp_path / "kern.py").write_text(MODULE)
-    _run(tmp_path, USE.format(install=""))  # cached by numba's own load
+    _run(tmp_path, USE.format(install=LEAN))  # compiled and cached (with the features of a lean process)
     assert _run(tmp_path, CALLER) == {"out": [30, 60], "lean": True, "linked": True}
+
+
+FEATURES = '''
+import json, os, sys
+{install}
+import numpy as np
+import llvmlite.binding as ll
+from numba.core.registry import cpu_target
+import kern
+out = [int(kern.weighted(np.arange(5, dtype=np.int64), 3))]
+from neardup.fingerprints import sketch_kernels
+rng = np.random.default_rng(7)
+counts = rng.integers(0, 300, 50).astype(np.int64)
+values = rng.integers(0, 2**63, int(counts.sum()), dtype=np.uint64)
+a = rng.integers(0, 2**63, 20, dtype=np.uint64) | np.uint64(1)
+b = rng.integers(0, 2**63, 20, dtype=np.uint64)
+sig = sketch_kernels.minhash_universal(values, np.concatenate([[0], np.cumsum(counts)[:-1]]), counts, a, b, a)
+features = cpu_target.target_context.codegen()._tm_features
+print(json.dumps({{"out": out, "minhash": int(np.bitwise_xor.reduce(sig.ravel())), "wide": features.endswith(",-prefer-256-bit"),
+                  "avx512": "+avx512f" in ll.get_host_cpu_features().flatten().split(",")}}))
+'''
+
+
+def test_kernels_compile_with_wide_vectors_where_the_cpu_has_them_and_compute_the_same(tmp_path: Path) -> None:
+    """With ``load_kernels_lean``, kernels compile without LLVM's 256-bit preference exactly where
+    the CPU has AVX-512 (and give the results of the default features), never when the user set
+    ``NUMBA_CPU_FEATURES``, and not without it."""
+    (tmp_path / "kern.py").write_text(MODULE)
+    lean = _run(tmp_path, FEATURES.format(install=LEAN))
+    plain = _run(tmp_path, FEATURES.format(install=""))
+    assert lean["wide"] is lean["avx512"] and plain["wide"] is False
+    assert lean["out"] == plain["out"] == [30] and lean["minhash"] == plain["minhash"]
+    user = FEATURES.format(install="import llvmlite.binding as ll; ll.initialize_native_target(); "
+                                   "os.environ['NUMBA_CPU_FEATURES'] = ll.get_host_cpu_features().flatten()\n" + LEAN)
+    set_by_user = _run(tmp_path, user)
+    assert set_by_user["wide"] is False and set_by_user["minhash"] == plain["minhash"]
