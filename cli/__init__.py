@@ -5,6 +5,7 @@ import os
 
 from neardup.blas_probe import skip_numba_scipy_check
 from neardup.import_hooks import around_import
+from neardup.kernel_cache import load_kernels_lean
 from neardup.memory import one_malloc_arena
 
 # this process is neardup's: every thread allocates from one malloc arena, set before numpy, Arrow
@@ -25,6 +26,10 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 # numba, which loads with the CLI's modules, would import SciPy (where installed) to check its
 # version (neardup.blas_probe)
 skip_numba_scipy_check()
+# ... and its cached kernels load lean, and kernels compile with the CPU's widest vectors
+# (neardup.kernel_cache), installed before the commands' module imports numba: its target context,
+# whose features the vector width is part of, is made during those imports
+load_kernels_lean()
 
 
 def _without_collections(run, module) -> None:
