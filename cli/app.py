@@ -773,10 +773,9 @@ _register_query(app)
 
 def main() -> None:
     from neardup.blas_probe import skip_numba_blas_probe
-    from neardup.kernel_cache import load_kernels_lean
 
     skip_numba_blas_probe()  # this process is neardup's: numba's BLAS probe would import scipy.linalg (0.3 s)
-    load_kernels_lean()  # and its cached kernels load without its compiler's registries (0.07 s)
+    # (its kernels' lean loading and wide vectors are installed when neardup.cli is imported, before numba is)
     try:
         app()
     except SystemExit as done:

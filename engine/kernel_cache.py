@@ -26,9 +26,10 @@ not ELF, loads as numba loads it.
 Where the cache has no code for the signature, or loading it fails, numba's own
 method runs instead: it refreshes the context and returns what it finds, and numba then compiles
 (its compiler refreshes the contexts itself before every compile, so a kernel compiled later in
-the process is compiled as before). The CLI calls it at its start, as it skips the BLAS probe
-(``neardup.blas_probe``); a program that imports neardup as a library keeps numba's behaviour
-unless it calls it.
+the process is compiled as before). ``neardup.cli`` calls it when imported, before the commands' module imports numba (numba
+makes its target context, and with it the vector width, during those imports), as it skips
+numba's SciPy check (``neardup.blas_probe``); a program that imports neardup as a library keeps
+numba's behaviour unless it calls it.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def _lean_libraries(module) -> None:
         self._set_compiled_object(object_code)
         self._lean_bitcode = shared_bitcode  # parsed when another library links against this one
         self._finalize_final_module()
-        self._codegen._engine._defined_symbols |= symbols
+        codegen._engine._defined_symbols |= symbols
         return self
 
     def _get_module_for_linking(self):
