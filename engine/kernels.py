@@ -143,6 +143,12 @@ def tokenize(data, offsets, word_table, seed, spans):
                         ns += 1
                         sent_counts[d] += 1
                         boundary = False
+                # the ASCII word bytes that follow, in a loop of their own (a word's usual bytes:
+                # nothing to decide for them but where they end)
+                i += ln
+                while i < end and data[i] < 0x80 and word_table[data[i]]:
+                    i += 1
+                continue
             else:
                 if in_word:
                     in_word = False

@@ -211,3 +211,49 @@ def test_compiled_tokenizer_matches_the_numpy_definition_and_xxh64(xs, seed):
     words = [w for ws in text.words(normal).to_pylist() for w in ws]
     assert fast.word_hashes.tolist() == [xxhash.xxh64_intdigest(w.encode(), seed) for w in words]
     assert np.array_equal(fast.in_word, text.word_spans(normal)[1])
+
+
+# ASCII letters and digits in runs (the tokenizer's own loop for them), the separators and sentence
+# ends around them, and non-ASCII characters inside and between words: letters, marks, a letter of
+# plane 1, and non-word characters (dash, no-break space, quotes, guillemet)
+_MIXED_WORDS = "abcxyz0189 .!?\n\t,'\")]" + "éßЖ中\u0301\U00010400" + "—\u00a0”’»"
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(_MIXED_WORDS), max_size=120), max_size=8), st.integers(0, 2**63 - 1))
+def test_tokenizer_on_ascii_runs_mixed_with_other_characters(xs, seed):
+    import numpy as np
+    import xxhash
+
+    normal = text.normal_form(arr(*xs))
+    fast, ref = text.analyze(normal, seed), text.analyze_reference(normal)
+    for f in ("word_starts", "word_ends", "word_counts", "sentence_first", "sentence_counts"):
+        assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+    assert np.array_equal(text.analyze(normal, seed, spans=False).word_hashes, fast.word_hashes)
+    words = [w for ws in text.words(normal).to_pylist() for w in ws]
+    assert fast.word_hashes.tolist() == [xxhash.xxh64_intdigest(w.encode(), seed) for w in words]
+
+
+@given(st.lists(st.lists(st.text(alphabet=st.sampled_from("ab\u00e9 "), max_size=30), min_size=1, max_size=6), max_size=6),
+       st.data())
+def test_replace_lines_against_a_line_by_line_copy(strings, data):
+    # strings of lines (empty ones among them, lines of 8 bytes and more), some lines replaced:
+    # the copy is each string's lines joined again with the replaced ones in their place
+    import numpy as np
+
+    from neardup import fold_kernels
+
+    joined = ["\n".join(lines) for lines in strings]
+    raw = [s.encode() for s in joined]
+    offsets = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    picks = [(r, i) for r, lines in enumerate(strings) for i in range(len(lines)) if data.draw(st.booleans())]
+    repl = [data.draw(st.text(alphabet="XYZ\u00c9", min_size=1, max_size=12)).encode() for _ in picks]
+    repl_offsets = np.zeros(len(repl) + 1, np.int64)
+    np.cumsum([len(b) for b in repl], out=repl_offsets[1:])
+    out, out_offsets = fold_kernels.replace_lines(np.frombuffer(b"".join(raw) or b"", np.uint8), offsets,
+                                                  np.array([r for r, _ in picks], np.int64), np.array([i for _, i in picks], np.int64),
+                                                  np.frombuffer(b"".join(repl) or b"", np.uint8), repl_offsets)
+    by_pick = dict(zip(picks, repl))
+    want = ["\n".join(by_pick.get((r, i), line.encode()).decode() for i, line in enumerate(lines)) for r, lines in enumerate(strings)]
+    got = [bytes(out[out_offsets[r]:out_offsets[r + 1]]).decode() for r in range(len(strings))]
+    assert got == want
