@@ -579,3 +579,57 @@ def test_a_table_merged_in_the_background_is_installed_while_the_next_one_is_mer
         gate.set()
         if lm.runs._job is not None:
             lm.close()
+
+
+def test_a_batch_syncs_its_run_files_and_their_folder_before_it_commits(tmp_path, monkeypatch):
+    # the runs' syncs are deferred to the end of the write transaction: each file a batch's runs
+    # are in, and the folder naming them, is synced before ``ready`` (the catalog's commit, then
+    # LMDB's); the second batch's run merges the first's and is synced the same way
+    import os
+
+    from neardup.store import runs as runs_mod
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.path.realpath(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(runs_mod.os, "fsync", fsync)
+    seen: list[tuple[set, set]] = []
+
+    def ready(store):
+        folder = store.runs.dir
+        files = {os.path.realpath(folder / n) for n in os.listdir(folder) if not n.endswith(".tmp")}
+        seen.append((files, set(synced)))
+        synced.clear()
+
+    store = LmdbPostings(tmp_path / "p")
+    try:
+        for b in (1, 2):
+            store.apply_batch(b, _lsh_batch(b, [(1, 0), (2, 1), (b + 5, 2)]), ready=lambda: ready(store))
+        folder = os.path.realpath(store.runs.dir)
+    finally:
+        store.close()
+    (first, synced_1), (second, synced_2) = seen
+    assert first and first <= synced_1 and folder in synced_1
+    new = second - first  # the second batch's runs (the first's may be merged away only after the commit)
+    assert new and new <= synced_2 and folder in synced_2
+
+
+def test_a_new_stores_databases_are_created_in_one_write_transaction(tmp_path):
+    # LMDB syncs each write transaction that creates a database: a first batch's databases (meta,
+    # a value table, two levels of each posting table) are created in one, then the batch commits
+    store = LmdbPostings(tmp_path / "p")
+    try:
+        before = store.env.info()["last_txnid"]
+        store.apply_batch(1, {"val:x": (np.array([3], np.uint64), [b"abc"]),
+                              "t": (np.array([1], np.uint64), np.array([3], np.uint64)),
+                              "u": (np.array([2], np.uint64), np.array([3], np.uint64))})
+        assert store.env.info()["last_txnid"] - before == 2
+        store.apply_batch(2, {"t": (np.array([1], np.uint64), np.array([4], np.uint64))})
+        assert store.env.info()["last_txnid"] - before == 3  # nothing left to create: the batch alone
+        assert store.get_many("t", {1})[1].tolist() == [3, 4]
+    finally:
+        store.close()

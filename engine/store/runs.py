@@ -161,6 +161,8 @@ class RunStore:
         #: files a committed write replaced: removed by ``after_commit``
         self._replaced: list[str] = []
         self._pending: list[str] = []
+        #: files of this write transaction's runs not synced yet (``add`` defers it: ``sync_written``)
+        self._unsynced: list[Path] = []
         #: large merges left to a background thread (on once ``compact`` has been called)
         self.background = False
         self._job: _Compaction | None = None
@@ -215,10 +217,13 @@ class RunStore:
         base = self.dir / self._name(table, seq)
         return [base.with_name(base.name + ext) for ext in (".k", ".i", ".f")]
 
-    def _write_files(self, table: str, seq: int, keys_parts, n: int, pending: bool = True) -> None:
+    def _write_files(self, table: str, seq: int, keys_parts, n: int, pending: bool = True, sync: bool = True) -> None:
         """Write a run from ``keys_parts``: an iterable of ``(keys, ids)`` blocks in order (``n`` entries
         in all), each file synced and renamed into place (and, with ``pending``, removed if the
-        write transaction does not commit)."""
+        write transaction does not commit). Without ``sync`` the files are renamed into place
+        unsynced and ``sync_written`` syncs them: what names a run (its manifest, in the write
+        transaction) commits only after that, and until then no reader and no recovery goes by
+        the files' names (``collect`` removes the runs no manifest names)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         kf, idf, ff = self._files(table, seq)
         tmp = [p.with_name(p.name + ".tmp") for p in (kf, idf, ff)]
@@ -234,21 +239,48 @@ class RunStore:
                 written += k.size
             for fh in (fk, fi):
                 fh.flush()
-                os.fsync(fh.fileno())
+                if sync:
+                    os.fsync(fh.fileno())
         assert written == n, (written, n)
         with open(tmp[2], "wb") as ff_:
             ff_.write(np.concatenate(fences).astype(_KEY).tobytes() if fences else b"")
             ff_.flush()
-            os.fsync(ff_.fileno())
+            if sync:
+                os.fsync(ff_.fileno())
+            else:
+                _start_writeback(ff_, 0, ff_.tell())
         for t, final in zip(tmp, (kf, idf, ff)):
             os.replace(t, final)
         if pending:
             self._pending.append(self._name(table, seq))
+        if not sync:
+            self._unsynced += [kf, idf, ff]
+            return
+        self._sync_dir()
+
+    def _sync_dir(self) -> None:
         fd = os.open(self.dir, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def sync_written(self) -> None:
+        """Sync the files of the runs ``add`` wrote in this write transaction, and the folder's names
+        of them: before the transaction commits. A batch's runs are written one table after another
+        with their disk writes started as they go; syncing each at once made the writer wait for the
+        disk table by table (about 0.14 s of a new index's first batch of 22,000 pages), where now
+        the writes go on while the next tables' runs and the transaction's pages are made."""
+        if not self._unsynced:
+            return
+        for path in self._unsynced:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._sync_dir()
+        self._unsynced = []
 
     def _open(self, table: str, seq: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(keys, ids) memory-mapped and the fence keys in memory."""
@@ -333,12 +365,12 @@ class RunStore:
             j = 1  # too large for the batch's transaction: due, for the next background job
         seq = self._next_seq(txn, db)
         if j == 1:
-            self._write_files(table, seq, [(keys, ids)], keys.size)
+            self._write_files(table, seq, [(keys, ids)], keys.size, sync=False)
             runs.append((seq, int(keys.size)))
         else:
             merged = runs[len(runs) - (j - 1) :]
             total = sum(n for _, n in merged) + int(keys.size)
-            self._write_files(table, seq, self._merged_many(table, merged, keys, ids), total)
+            self._write_files(table, seq, self._merged_many(table, merged, keys, ids), total, sync=False)
             self._replaced += [self._name(table, s_) for s_, _ in merged]
             runs[len(runs) - (j - 1) :] = [(seq, total)]
         self._set_manifest(txn, db, table, runs)
@@ -508,6 +540,7 @@ class RunStore:
 
     def after_abort(self) -> None:
         """The write transaction was not committed: the files it wrote are not named by any manifest."""
+        self._unsynced = []
         self._unlink(self._pending)
         if self._job is not None:
             self._job.staged = []
