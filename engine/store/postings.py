@@ -317,7 +317,7 @@ class LmdbPostings(Postings):
     def _db(self, table: str, create: bool = False, recent: bool = False):
         """The LMDB database of ``table``: meta, a value table, or a posting table's main
         (``recent=False``) or recent level."""
-        slot = ("r:" if recent else "") + table
+        slot = _slot(table, recent)
         db = self._dbs.get(slot)
         if db is None:
             with self._open_lock:  # LMDB opens a database in one transaction at a time (the concept search reads beside the pairs)
@@ -332,9 +332,15 @@ class LmdbPostings(Postings):
                 with self.env.begin() as txn:
                     if txn.get(name, db=None) is None:
                         return None
-            db = self.env.open_db(name, create=create) if plain else self.env.open_db(name, create=create, dupsort=True, dupfixed=True)
+            db = self._open_named(name, plain, create)
             self._dbs[slot] = db
         return db
+
+    def _open_named(self, name: bytes, plain: bool, create: bool, txn=None):
+        """LMDB's handle of database ``name`` (``_db_name``): a plain one, or sorted fixed-size duplicates."""
+        if plain:
+            return self.env.open_db(name, txn=txn, create=create)
+        return self.env.open_db(name, txn=txn, create=create, dupsort=True, dupfixed=True)
 
     def _db_name(self, table: str, recent: bool) -> tuple[bytes, bool]:
         """The LMDB name of ``table``'s database (its recent level's with ``recent``), and whether it
@@ -357,7 +363,7 @@ class LmdbPostings(Postings):
         database, and ``_db`` opens each in one of its own: a new index's first batch creates eight
         (about 10 ms each on this machine's disk). The handles are kept once the transaction has
         committed (a creating transaction that aborts leaves its handles invalid)."""
-        slots = {("r:" if recent else "") + table: (table, recent) for table, recent in wanted}
+        slots = {_slot(table, recent): (table, recent) for table, recent in wanted}
         if all(slot in self._dbs for slot in slots):
             return
         with self._open_lock:
@@ -367,9 +373,7 @@ class LmdbPostings(Postings):
             opened = {}
             with self.env.begin(write=True) as txn:
                 for slot, (table, recent) in missing.items():
-                    name, plain = self._db_name(table, recent)
-                    opened[slot] = self.env.open_db(name, txn=txn, create=True) if plain \
-                        else self.env.open_db(name, txn=txn, create=True, dupsort=True, dupfixed=True)
+                    opened[slot] = self._open_named(*self._db_name(table, recent), True, txn)
             self._dbs.update(opened)
 
     def _lookup(self, table: str, keys: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -833,6 +837,11 @@ class LmdbPostings(Postings):
         finally:
             self.runs.close()
             self.env.close()
+
+
+def _slot(table: str, recent: bool) -> str:
+    """Where ``LmdbPostings`` keeps the handle of ``table``'s database (its recent level's with ``recent``)."""
+    return ("r:" if recent else "") + table
 
 
 def _headroom(map_size: int) -> int:
