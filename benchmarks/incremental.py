@@ -7,9 +7,13 @@ copies of documents that are already indexed, so it has matches), with the
 default settings. The prepared index is checkpointed (DuckDB otherwise
 checkpoints when its log passes 16 MB, whichever batch that falls on). Each
 run copies it (and syncs the disk, so that the batch's first fsync does not
-write the copy back), then times
-``neardup.ingest.ingest`` of the batch in a fresh process (start-up excluded).
-The ratio is the median time over the median time into an empty index.
+write the copy back, and drops the copied catalog's pages from the page
+cache, as the ingest that wrote it left them), then times
+``neardup.ingest.ingest`` of the batch in a fresh process (start-up excluded);
+the sizes take turns run by run. The ratio is the median time over the median
+time into an empty index. ``--cli`` starts each process as the CLI's does
+(``neardup.cli`` imported first: its kernel loading and wide vectors);
+``--timings`` adds each stage's medians.
 
     python benchmarks/incremental.py --sizes 0,10000,30000,100000 --batch 1000 --runs 3 [--stages pairs|all]
 
@@ -38,8 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import build_dedup_jsonl  # noqa: E402
 
+from neardup.store.catalog import drop_cached  # noqa: E402
+
 RUN = """
 import json, sys
+if sys.argv[5] == "cli":
+    import neardup.cli  # as the CLI's process starts: its kernel loading and vector width (neardup.kernel_cache)
 from neardup import Index, Settings
 from neardup.ingest import ingest
 from neardup.readers import ReadOptions
@@ -70,8 +78,9 @@ def corpus_lines(path: str) -> list[str]:
         return decompressing(stream, head).read().decode("utf-8").splitlines()
 
 
-def ingest_timed(path: Path, index: Path, stages: str, html: bool = False) -> dict:
-    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index), stages, "html" if html else "text"], capture_output=True, text=True)
+def ingest_timed(path: Path, index: Path, stages: str, html: bool = False, cli: bool = False) -> dict:
+    out = subprocess.run([sys.executable, "-c", RUN, str(path), str(index), stages, "html" if html else "text",
+                          "cli" if cli else "library"], capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"ingest of {path} into {index} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -82,9 +91,15 @@ def main() -> None:
     ap.add_argument("--sizes", default="0,10000,30000,100000")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=0, help="untimed runs into an empty index first")
     ap.add_argument("--stages", choices=["pairs", "all"], default="all",
                     help="pairs: an index without the incremental clusterings; all: the default settings")
     ap.add_argument("--corpus", help="a real corpus (WARC or JSON Lines) instead of the generated one")
+    ap.add_argument("--cli", action="store_true",
+                    help="start each timed process as the CLI's does (neardup.cli imported first: its lean kernel "
+                         "loading and wide vectors), not as a library user's")
+    ap.add_argument("--timings", action="store_true",
+                    help="also print each stage's median seconds per index size (the ingest's own timings)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
     html = bool(a.corpus and ".warc" in a.corpus)
@@ -98,38 +113,64 @@ def main() -> None:
     try:
         batch = tmp / "batch.jsonl"
         batch.write_text("\n".join(lines[-a.batch :]) + "\n", encoding="utf-8")
-        print(f"batch: {a.batch} documents ({batch.stat().st_size / 1e6:.1f} MB); stages: {a.stages}; medians of {a.runs} runs\n")
+        print(f"batch: {a.batch} documents ({batch.stat().st_size / 1e6:.1f} MB); stages: {a.stages}; "
+              f"processes started as {'the CLI' if a.cli else 'a library user'}'s; medians of {a.runs} runs\n")
         print("| documents in the index | batch seconds (median) | peak RSS MB (median) | pairs found (jaccard) | time ratio to an empty index | RSS ratio | all runs (s) |")
         print("|---|---|---|---|---|---|---|")
-        base_time = base_rss = None
+        prepared = {}
         for n in sizes:
-            prepared = tmp / f"idx-{n}"
+            prepared[n] = tmp / f"idx-{n}"
             if n:
                 part = tmp / f"base-{n}.jsonl"
                 part.write_text("\n".join(itertools.islice(lines, n)) + "\n", encoding="utf-8")
-                ingest_timed(part, prepared, a.stages, html)
+                ingest_timed(part, prepared[n], a.stages, html, a.cli)
                 # start from a checkpointed catalog: the batch then pays its own log, not the base's
                 subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')",
-                                str(prepared / "catalog.duckdb")], check=True)
-            times, rss, pairs = [], [], {}
-            for r in range(a.runs):
+                                str(prepared[n] / "catalog.duckdb")], check=True)
+        for _ in range(a.warmup):  # untimed: kernels a cold cache lacks are compiled here
+            shutil.rmtree(tmp / "warmup", ignore_errors=True)
+            ingest_timed(batch, tmp / "warmup", a.stages, html, a.cli)
+        shutil.rmtree(tmp / "warmup", ignore_errors=True)
+        runs: dict[int, list[dict]] = {n: [] for n in sizes}
+        for r in range(a.runs):  # the sizes in turns, so that the machine's slow minutes fall on all of them
+            for n in sizes:
                 trial = tmp / f"trial-{n}-{r}"
                 if n:
-                    shutil.copytree(prepared, trial)
+                    shutil.copytree(prepared[n], trial)
                 os.sync()  # or the batch's first fsync pays for writing the copy back
-                res = ingest_timed(batch, trial, a.stages, html)
-                times.append(res["seconds"])
-                rss.append(res["rss_mb"])
-                pairs = res["pairs"]
+                if n:
+                    # the copy's catalog pages leave the page cache, as the ingest that wrote the index
+                    # left them (a writer drops them after its checkpoint, ``catalog.drop_cached``): else the
+                    # batch's own drop pays for freeing the copy's (47 ms of a 1.7 GB catalog)
+                    drop_cached(trial / "catalog.duckdb")
+                runs[n].append(ingest_timed(batch, trial, a.stages, html, a.cli))
                 shutil.rmtree(trial, ignore_errors=True)
+        base_time = base_rss = None
+        stage_medians: dict[int, dict[str, float]] = {}
+        for n in sizes:
+            times, rss = [x["seconds"] for x in runs[n]], [x["rss_mb"] for x in runs[n]]
             med, mrss = statistics.median(times), statistics.median(rss)
             base_time = base_time or med
             base_rss = base_rss or mrss
+            pairs = runs[n][-1]["pairs"]
             print(f"| {n} | {med:.2f} | {mrss:.0f} | {pairs.get('jaccard', 0)} | {med / base_time:.2f}x | {mrss / base_rss:.2f}x | "
                   f"{', '.join(f'{t:.2f}' for t in times)} |", flush=True)
-            shutil.rmtree(prepared, ignore_errors=True)
+            keys = sorted({k for x in runs[n] for k in x["timings"]})
+            stage_medians[n] = {k: statistics.median(x["timings"].get(k, 0.0) for x in runs[n]) for k in keys}
+        if a.timings:
+            print_stages(sizes, stage_medians)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_stages(sizes: list[int], medians: dict[int, dict[str, float]]) -> None:
+    """A table of each stage's median seconds per index size, and what the largest adds to the first."""
+    keys = sorted({k for m in medians.values() for k in m})
+    print("\n| stage | " + " | ".join(f"{n} docs (s)" for n in sizes) + " | added |")
+    print("|---|" + "---|" * (len(sizes) + 1))
+    for k in keys:
+        vals = [medians[n].get(k, 0.0) for n in sizes]
+        print(f"| {k} | " + " | ".join(f"{v:.3f}" for v in vals) + f" | {vals[-1] - vals[0]:+.3f} |")
 
 
 if __name__ == "__main__":
