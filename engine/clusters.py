@@ -75,6 +75,30 @@ def _sketches(con, postings, lo: int, ids: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
+def _sketch_arrays(con, postings, lo: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_as_arrays(_sketches(...))`` of ``ids``, the older documents' sketches read end to end from
+    the value table (``Postings.get_packed``) and sorted per document by one kernel call: the
+    concept search reads thousands of its partners' sketches a batch (4,187 of a 1,000-document
+    batch into 100,000 documents of the scale corpus)."""
+    from . import kernels
+
+    ids = unique(np.asarray(ids, dtype=np.int64))
+    old = ids[ids < lo]
+    if postings is None or old.size == 0:
+        return _as_arrays(_sketches(con, postings, lo, ids))
+    found, raw, offs = postings.get_packed(SKETCH_VALUES, old)
+    if found.size < ids.size:  # the batch's own, or older ones the value table lacks: read as before
+        sk = _sketches(con, None, lo, np.setdiff1d(ids, found, assume_unique=True))
+        values = np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+        for d, a, b in zip(found.tolist(), (offs[:-1] // 8).tolist(), (offs[1:] // 8).tolist()):
+            sk[d] = values[a:b]
+        return _as_arrays(sk)
+    values = np.frombuffer(raw, dtype=">u8").astype(np.uint64)  # a copy, sorted in place
+    offs = offs // 8
+    kernels.sort_segments(values, offs)
+    return found, values, offs
+
+
 def _as_arrays(sk: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``{doc: values}`` as ``(ids ascending, values sorted per doc, offsets)``."""
     ids = np.array(sorted(sk), dtype=np.int64)
@@ -115,7 +139,7 @@ def _search_with_sketches(con, postings, lo: int, ids: np.ndarray, flat: np.ndar
     the sketches of the older documents in its pairs: ``(a, b, older sketches by id)``."""
     held: dict[int, np.ndarray] = {}
     a, b, _ = search(ids, flat, lens, k, lo=lo, postings=postings, exact=False,
-                     old_sketches=lambda want: _as_arrays(_sketches(con, postings, lo, want)),
+                     old_sketches=lambda want: _sketch_arrays(con, postings, lo, want),
                      frequent_out=frequent_out, old_out=held)
     return a, b, _older_sketches(con, postings, lo, unique(a[a < lo]), held)
 

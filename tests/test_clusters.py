@@ -151,6 +151,32 @@ def test_concept_clusters_after_many_batches_equal_fpgrowth_on_the_stored_sketch
     assert bad == 0
 
 
+@pytest.mark.parametrize("permutation", ["universal", "matrix"])  # matrix: sketches stored unsorted
+def test_older_sketches_read_end_to_end_are_those_read_one_by_one(tmp_path, permutation):
+    """The concept search's reader of its partners' sketches (``_sketch_arrays``: the value table
+    end to end, sorted by one kernel call) gives what ``_as_arrays(_sketches(...))`` gives, for
+    older documents and the batch's own (read from the catalog), repeated ids too."""
+    from neardup.clusters import _as_arrays, _sketch_arrays, _sketches
+    from neardup.store.postings import LmdbPostings
+
+    idx = Index(tmp_path / "i")
+    recs = corpus(5, n_groups=6) + [{"url": "short", "text": "too short for a sketch"}]
+    for k in range(0, len(recs), 5):
+        ingest(idx, str(write_jsonl(tmp_path / f"p{k}.jsonl", recs[k : k + 5])), create_with=Settings(**SMALL, permutation=permutation))
+    with idx.reader() as con:
+        n = con.execute("SELECT max(doc_id) FROM documents").fetchall()[0][0]
+        postings = LmdbPostings(idx.postings_path, readonly=True)
+        try:
+            for lo in (n // 2, n + 1):
+                for want in (np.arange(1, n + 1), np.array([n, 2, 2, 1]), np.array([3])):
+                    got = _sketch_arrays(con, postings, lo, want)
+                    expect = _as_arrays(_sketches(con, postings, lo, want))
+                    assert got[0].tolist() == expect[0].tolist() and got[0].size
+                    assert got[1].tolist() == expect[1].tolist() and got[2].tolist() == expect[2].tolist()
+        finally:
+            postings.close()
+
+
 # -- the clusterings run on request, on small graphs worked out by hand --------------------
 
 from neardup import clusterings  # noqa: E402

@@ -109,6 +109,36 @@ def test_fixed_width_values_come_back_as_rows_of_the_ids_present(tmp_path, make)
         store.close()
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3000), st.binary(max_size=40)), max_size=40),
+       st.lists(st.integers(0, 3100), max_size=60), st.sampled_from([1, 3, 256]))
+def test_packed_values_are_the_values_of_the_ids_present_end_to_end(tmp_path_factory, stored, want, slice_):
+    """``get_packed`` gives, for LMDB (read ``slice_`` values a transaction) and memory alike, the
+    ids present ascending and each one's value at its offsets, whatever the widths, repeats and
+    absent ids asked for."""
+    import neardup.store.postings as P
+
+    by_id = dict(stored)  # the last value of a repeated id
+    ids = np.array(sorted(by_id), dtype=np.uint64)
+    vals = [by_id[i] for i in ids.tolist()]
+    want = np.array(want, dtype=np.uint64)
+    expect = sorted(set(want.tolist()) & set(by_id))
+    old = P.VALUE_SLICE
+    P.VALUE_SLICE = slice_
+    lm = LmdbPostings(tmp_path_factory.mktemp("packed") / "p")
+    try:
+        for store in (lm, MemoryPostings()):
+            store.apply_batch(1, {"val:x": (ids, vals)} if ids.size else {})
+            found, data, offs = store.get_packed("x", want)
+            assert found.tolist() == expect
+            assert offs.tolist()[0] == 0 and offs.size == found.size + 1
+            assert [data[a:b].tobytes() for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())] == [by_id[i] for i in expect]
+            assert data.size == offs[-1]
+    finally:
+        P.VALUE_SLICE = old
+        lm.close()
+
+
 def test_a_reopened_writer_has_room_for_the_next_batch(tmp_path, monkeypatch):
     """LMDB maps an existing environment only as large as its file: a writer reserves room, so the
     next batch is written once, not failed full and redone."""

@@ -134,6 +134,17 @@ class Postings:
         rows = np.frombuffer(b"".join(got[i] for i in found.tolist()), dtype=np.uint8).reshape(found.size, width)
         return found, rows
 
+    def get_packed(self, table: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(found ids ascending, their values end to end as uint8, offsets)`` of value table ``table``:
+        id ``found[i]``'s value is ``data[offsets[i]:offsets[i + 1]]`` (values of any width, read
+        without a Python object per value beyond the store's own)."""
+        got = self.get_values(table, ids)
+        found = np.array(sorted(got), dtype=np.int64)
+        parts = [got[i] for i in found.tolist()]
+        offs = np.zeros(found.size + 1, dtype=np.int64)
+        np.cumsum([len(v) for v in parts], out=offs[1:])
+        return found, np.frombuffer(b"".join(parts), dtype=np.uint8), offs
+
     def get_flat(self, table: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For many keys at once: ``(which, ids)``, every stored id of ``keys[which[i]]``,
         grouped by key in the order of ``keys``."""
@@ -446,6 +457,30 @@ class LmdbPostings(Postings):
                 out.update((int.from_bytes(k, "big"), bytes(v)) for k, v in txn.cursor().getmulti(want[s : s + VALUE_SLICE]))
             self._read(min(VALUE_SLICE, len(want) - s))
         return out
+
+    def get_packed(self, table, ids):
+        if table in ROW_TABLES:
+            return super().get_packed(table, ids)
+        db = self._db(VALUES + table)
+        ids = distinct(ids)
+        if db is None or ids.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64)
+        kb = ids.astype(_KEY_DTYPE).tobytes()
+        want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
+        keys, vals, lens = [], [], []
+        for s in range(0, len(want), VALUE_SLICE):
+            with self.env.begin(db=db) as txn:
+                got = txn.cursor().getmulti(want[s : s + VALUE_SLICE])
+                if got:
+                    k, v = zip(*got)
+                    keys.append(b"".join(k))
+                    vals.append(b"".join(v))  # copied out of the map before the transaction ends
+                    lens.extend(map(len, v))
+            self._read(min(VALUE_SLICE, len(want) - s))
+        found = np.frombuffer(b"".join(keys), dtype=_KEY_DTYPE).astype(np.int64)
+        offs = np.zeros(found.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=offs[1:])
+        return found, np.frombuffer(b"".join(vals), dtype=np.uint8), offs
 
     def get_fixed(self, table, ids, width):
         if table in ROW_TABLES:
