@@ -601,6 +601,18 @@ def counts(index: Path) -> dict[str, int]:
     return {d["k"]: int(d["n"]) for d in map(json.loads, r.stdout.splitlines()) if d}
 
 
+def prepare_seconds(index: Path, after_batch: int) -> tuple[float, int]:
+    """``(seconds, last batch id)``: the preparing stages' seconds (``prepare: *`` in ``batch_timings``:
+    normal form, words, shingles, fingerprints) of the batches after ``after_batch``. Their work is
+    the batch's own and does not depend on the index: how it changes from part to part measures the
+    machine's speed, the control beside the parts' times."""
+    q = ("SELECT coalesce(sum(seconds), 0) AS s, (SELECT coalesce(max(batch_id), 0) FROM batches) AS b "
+         f"FROM batch_timings WHERE stage LIKE 'prepare:%' AND batch_id > {int(after_batch)}")
+    r = subprocess.run([*neardup_cmd(), "sql", "--index", str(index), "--format", "json", q], capture_output=True, text=True, check=True)
+    d = json.loads(r.stdout.splitlines()[0])
+    return round(float(d["s"]), 1), int(d["b"])
+
+
 def run(args: argparse.Namespace) -> None:
     corpus, index = Path(args.corpus), Path(args.index)
     manifest = json.loads((corpus / "manifest.json").read_text())
@@ -626,6 +638,7 @@ def run(args: argparse.Namespace) -> None:
     log = open(results / f"scale-{args.batches}.log", "w")
     settled = settle(args.settle)
     rows = []
+    last_batch = 0
     for b, (inp, ps) in enumerate(zip(inputs, batch_parts)):
         mb = sum(p["text_bytes"] for p in ps) / 1e6
         t = time.perf_counter()
@@ -646,6 +659,7 @@ def run(args: argparse.Namespace) -> None:
                "peak_file_mb": peaks["RssFile"] // 1024, "user_s": round(usage.ru_utime, 1), "sys_s": round(usage.ru_stime, 1),
                "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
                "read_mb": round(usage.ru_inblock * 512 / 1e6, 1), "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
+        row["prepare_s"], last_batch = prepare_seconds(index, last_batch)
         rows.append(row)
         print("  ".join(f"{k}={v}" for k, v in row.items() if k != "input"), flush=True)
     log.close()
@@ -720,6 +734,10 @@ def summary(rows: list[dict]) -> str:
     first, last = rows[0], rows[-1]
     line = (f"{len(rows)} batch(es) in {sum(wall):.1f} s; slowest / first {max(wall) / wall[0]:.2f}x (batch "
             f"{wall.index(max(wall))}); peak RSS {max(r['peak_rss_mb'] for r in rows):,} MB")
+    if len(rows) > 1 and rows[0].get("prepare_s"):
+        slow = wall.index(max(wall))
+        line += (f"; the preparing stages (the batch's own work, not the index's) {rows[0]['prepare_s']} s in the first "
+                 f"batch, {rows[slow]['prepare_s']} s in the slowest ({rows[slow]['prepare_s'] / rows[0]['prepare_s']:.2f}x)")
     if len(rows) > 1:
         line += (f"; user CPU {first['user_s']} -> {last['user_s']} s, system CPU {first['sys_s']} -> {last['sys_s']} s, "
                  f"minor faults {first['minor_faults']:,} -> {last['minor_faults']:,}, read from disk "
@@ -728,7 +746,8 @@ def summary(rows: list[dict]) -> str:
 
 
 def print_table(rows: list[dict], keys: list[str]) -> None:
-    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "major_faults", "read_mb", "exit")]
+    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "major_faults", "read_mb", "exit", "prepare_s")] \
+        + (["prepare_s"] if any("prepare_s" in r for r in rows) else [])
     widths = [max(len(k), *(len(str(r.get(k, 0))) for r in rows)) for k in keys]
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
     for r in rows:
