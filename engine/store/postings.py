@@ -129,10 +129,8 @@ class Postings:
     def get_fixed(self, table: str, ids: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
         """``(found ids ascending, their values as a (n, width) uint8 array)`` of a value table whose
         values are all ``width`` bytes."""
-        got = self.get_values(table, ids)
-        found = np.array(sorted(got), dtype=np.int64)
-        rows = np.frombuffer(b"".join(got[i] for i in found.tolist()), dtype=np.uint8).reshape(found.size, width)
-        return found, rows
+        found, data, _ = self.get_packed(table, ids)
+        return found, data.reshape(found.size, width)
 
     def get_packed(self, table: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(found ids ascending, their values end to end as uint8, offsets)`` of value table ``table``:
@@ -488,26 +486,10 @@ class LmdbPostings(Postings):
             if rows.shape[1] != width and found.size:
                 raise ValueError(f"value table {table}: values are {rows.shape[1]} bytes, not {width}")
             return found, rows.reshape(found.size, width)
-        db = self._db(VALUES + table)
-        ids = distinct(ids)
-        if db is None or ids.size == 0:
-            return np.zeros(0, np.int64), np.zeros((0, width), np.uint8)
-        kb = ids.astype(_KEY_DTYPE).tobytes()
-        want = [kb[i : i + 8] for i in range(0, len(kb), 8)]
-        keys, vals = [], []
-        for s in range(0, len(want), VALUE_SLICE):
-            with self.env.begin(db=db) as txn:
-                got = txn.cursor().getmulti(want[s : s + VALUE_SLICE])
-                if got:
-                    k, v = zip(*got)
-                    keys.append(b"".join(k))
-                    vals.append(b"".join(v))
-            self._read(min(VALUE_SLICE, len(want) - s))
-        found = np.frombuffer(b"".join(keys), dtype=_KEY_DTYPE).astype(np.int64)
-        rows = np.frombuffer(b"".join(vals), dtype=np.uint8)
-        if rows.size != found.size * width:
+        found, data, _ = self.get_packed(table, ids)
+        if data.size != found.size * width:
             raise ValueError(f"value table {table}: values are not all {width} bytes")
-        return found, rows.reshape(found.size, width)
+        return found, data.reshape(found.size, width)
 
     def _get_rows(self, table: str, ids) -> tuple[np.ndarray, np.ndarray]:
         """``(found ids ascending, (n, width) uint8 rows)`` of a row table (``ROW_TABLES``): the
