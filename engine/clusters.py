@@ -87,14 +87,12 @@ def _sketch_arrays(con, postings, lo: int, ids: np.ndarray) -> tuple[np.ndarray,
     if postings is None or old.size == 0:
         return _as_arrays(_sketches(con, postings, lo, ids))
     found, raw, offs = postings.get_packed(SKETCH_VALUES, old)
+    values = np.frombuffer(raw, dtype=">u8").astype(np.uint64)  # a copy, sorted in place below
+    offs = offs // 8
     if found.size < ids.size:  # the batch's own, or older ones the value table lacks: read as before
         sk = _sketches(con, None, lo, np.setdiff1d(ids, found, assume_unique=True))
-        values = np.frombuffer(raw, dtype=">u8").astype(np.uint64)
-        for d, a, b in zip(found.tolist(), (offs[:-1] // 8).tolist(), (offs[1:] // 8).tolist()):
-            sk[d] = values[a:b]
+        sk.update((d, values[a:b]) for d, a, b in zip(found.tolist(), offs[:-1].tolist(), offs[1:].tolist()))
         return _as_arrays(sk)
-    values = np.frombuffer(raw, dtype=">u8").astype(np.uint64)  # a copy, sorted in place
-    offs = offs // 8
     kernels.sort_segments(values, offs)
     return found, values, offs
 

@@ -130,6 +130,8 @@ class Postings:
         """``(found ids ascending, their values as a (n, width) uint8 array)`` of a value table whose
         values are all ``width`` bytes."""
         found, data, _ = self.get_packed(table, ids)
+        if data.size != found.size * width:
+            raise ValueError(f"value table {table}: values are not all {width} bytes")
         return found, data.reshape(found.size, width)
 
     def get_packed(self, table: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -486,10 +488,7 @@ class LmdbPostings(Postings):
             if rows.shape[1] != width and found.size:
                 raise ValueError(f"value table {table}: values are {rows.shape[1]} bytes, not {width}")
             return found, rows.reshape(found.size, width)
-        found, data, _ = self.get_packed(table, ids)
-        if data.size != found.size * width:
-            raise ValueError(f"value table {table}: values are not all {width} bytes")
-        return found, data.reshape(found.size, width)
+        return super().get_fixed(table, ids, width)
 
     def _get_rows(self, table: str, ids) -> tuple[np.ndarray, np.ndarray]:
         """``(found ids ascending, (n, width) uint8 rows)`` of a row table (``ROW_TABLES``): the
