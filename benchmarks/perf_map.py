@@ -29,9 +29,7 @@ def kernel_entries() -> list[tuple[int, str]]:
     from numba.core.registry import CPUDispatcher
 
     out = []
-    for obj in gc.get_objects():
-        if not isinstance(obj, CPUDispatcher):
-            continue
+    for obj in _dispatchers(CPUDispatcher):
         name = f"{obj.py_func.__module__.rsplit('.', 1)[-1]}.{obj.py_func.__name__}"
         for cres in obj.overloads.values():
             for symbol, tag in ((cres.fndesc.llvm_func_name, ""), (cres.fndesc.llvm_cpython_wrapper_name, ":w")):
@@ -42,6 +40,18 @@ def kernel_entries() -> list[tuple[int, str]]:
                 if address:
                     out.append((address, name + tag))
     return sorted(out)
+
+
+def _dispatchers(kind: type) -> list:
+    """Every live ``kind`` object: those the collector tracks, and those the modules hold (the
+    CLI freezes the objects made at import, ``gc.freeze``, and ``gc.get_objects`` leaves frozen
+    objects out: without this the kernels of modules imported before the freeze went unnamed)."""
+    found = {id(o): o for o in gc.get_objects() if isinstance(o, kind)}
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, kind):
+                found.setdefault(id(value), value)
+    return list(found.values())
 
 
 def write_map(path: str | None = None) -> str:
