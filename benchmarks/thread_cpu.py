@@ -11,7 +11,7 @@ off (``neardup-prepare_0`` and ``_1`` count as ``neardup-prepare``). Threads Pyt
 
     python benchmarks/thread_cpu.py ingest --quiet --index /tmp/i /tmp/rs63.jsonl
 
-Linux only. The reader thread adds about one sample's work per ``--every`` (it is listed too).
+Linux only. The sampling thread's own work is listed too (``thread-cpu-sampler``).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main() -> None:
     from neardup.cli.app import main as cli
 
     cli()
+
 
 if __name__ == "__main__":
     main()
