@@ -36,6 +36,29 @@ def test_help_lists_every_command_with_help_text():
         assert len(by_name[c].callback.__doc__ or "") > 20, c
 
 
+def test_a_named_command_runs_in_an_app_of_that_command_alone():
+    from neardup.cli.app import app_for
+
+    for c in COMMANDS:
+        one = app_for([c, "--help"])
+        assert [i.callback for i in one.registered_commands] == [
+            i.callback for i in app.registered_commands if (i.name or i.callback.__name__.removesuffix("_cmd")) == c]
+        assert one.registered_callback is app.registered_callback  # --version and the group's options stay
+        # the same help, usage line included (the command is still named: the app is a group)
+        assert runner.invoke(one, [c, "--help"], env={"COLUMNS": "200"}).output == \
+            runner.invoke(app, [c, "--help"], env={"COLUMNS": "200"}).output
+    assert app.registered_commands and len(app.registered_commands) == len(COMMANDS)  # the whole app is untouched
+    for args in ([], ["--help"], ["--version"], ["ingst", "x"], ["-q"]):
+        assert app_for(args) is app
+    # an unknown command is told with the whole app's suggestions
+    r = run_cli("ingst")
+    told = r.stderr.decode()
+    assert r.returncode == 2 and "No such command 'ingst'" in told and "ingest" in told.split("Did you mean")[1]
+    # and a named command runs (through main, as the console script does)
+    r = run_cli("info", "--index", "/nonexistent/neardup-index")
+    assert r.returncode != 0 and "no neardup index here" in r.stderr.decode()
+
+
 def test_help_shows_the_defaults_written_in_brackets():
     # a help text's "[default: ...]" is text, not console markup to strip
     r = invoke("ingest", "--help", env={"COLUMNS": "200"})
