@@ -58,7 +58,7 @@ from ..errors import IndexLocked, IndexNotFound, NeardupError, PostingsDamaged, 
 from ..keys import batch_postings
 from ..settings import Settings
 from ..sqlfiles import query
-from . import catalog
+from . import catalog, leftover
 from .postings import LmdbPostings, Postings
 from .runs import RUN_TABLES
 
@@ -119,6 +119,7 @@ class WriterLock:
         ``StorageError``. With ``read_only_ok`` (commands that change nothing), an existing lock file
         is locked through a read-only descriptor, and on a read-only file system without one no
         lock is needed (no one can write there)."""
+        leftover.close_left()  # this process's own last connection and lock, left to its exit
         with storage.guard(self.path, "taking the writer lock", KEEPS_NOTHING, index=self.path.parent):
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -159,6 +160,7 @@ class WriterLock:
         return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}), since {info.get('since')}"
 
     def is_held(self) -> bool:
+        leftover.close_left()
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:  # missing, or unreadable to this user: a writer's own open tells
@@ -235,7 +237,7 @@ class Index:
                 else:
                     w.close(quiet=True)  # the error that got us here is the one to report
         finally:
-            lock.release()
+            leftover.close_or_leave(lock.release)  # after the catalog's connection (``neardup.store.leftover``)
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -264,7 +266,7 @@ class Index:
                 catalog.check_schema(con)
                 yield con
         finally:
-            con.close()
+            leftover.close_or_leave(con.close)
 
     def settings(self) -> Settings:
         with self.reader() as con:
@@ -425,7 +427,10 @@ class Writer:
         close_postings = functools.partial(postings.close, finish=not quiet) if postings is not None else None
         for closing in ([close_postings] if postings is not None else []) + ([con.close] if con is not None else []):
             try:
-                closing()
+                if closing is close_postings:
+                    closing()
+                else:  # the catalog's connection: closed, or left to a process that ends at once
+                    leftover.close_or_leave(closing)
             except Exception:
                 if not quiet:
                     raise
