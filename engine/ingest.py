@@ -237,6 +237,7 @@ def _ingest(index: Index, path: str, opts: ReadOptions | None, strict: bool, cre
             total = res if total is None else _merge(total, res)
             if chunks.exhausted():
                 break
+            values.own()  # the batch's own values were views of its rows (``pairs.values.blob_views``)
     total.seconds = time.perf_counter() - t0
     return total
 

@@ -149,3 +149,39 @@ def test_older_signature_rows_come_from_the_cache_or_a_copy_and_a_missing_row_is
     finally:
         postings.close()
         con.close()
+
+
+def test_blob_views_are_the_values_of_every_layout_without_copies():
+    import pyarrow as pa
+
+    from neardup.pairs.values import blob_views
+
+    vals = [b"", b"abcdefgh", b"12345678" * 3, b"z"]
+    for typ in (pa.binary(), pa.large_binary()):
+        arr = pa.array(vals, typ)
+        got = blob_views(arr)
+        assert all(isinstance(v, memoryview) for v in got) and [bytes(v) for v in got] == vals
+        assert [bytes(v) for v in blob_views(arr.slice(1, 2))] == vals[1:3]  # a slice starts at its offset
+        chunked = pa.chunked_array([arr.slice(2), pa.array([], typ), arr.slice(0, 2)])
+        assert [bytes(v) for v in blob_views(chunked)] == vals[2:] + vals[:2]
+        # the views read the column's own buffer: no bytes were copied
+        data = arr.buffers()[2]
+        assert got[2].obj is not None and bytes(memoryview(data)[8:32]) == bytes(got[2])
+    assert blob_views(pa.array([b"a", None, b"bc"])) == [b"a", None, b"bc"]  # nulls: as to_pylist gives them
+    assert blob_views(pa.array([], pa.binary())) == []
+
+
+def test_views_count_their_bytes_and_own_makes_them_copies():
+    import pyarrow as pa
+
+    from neardup.pairs.values import blob_views
+
+    arr = pa.array([b"a" * 10, b"b" * 20], pa.binary())
+    v = blob_views(arr)
+    c = ValueCache(limit=10_000)
+    c.add("shingles", {1: v[0], 2: v[1]})
+    assert c.size == 30 + 2 * E  # counted as the bytes they show, like bytes values
+    c.own()
+    got = c.get("shingles", [1, 2])
+    assert got == {1: b"a" * 10, 2: b"b" * 20} and all(type(x) is bytes for x in got.values())
+    assert c.size == 30 + 2 * E

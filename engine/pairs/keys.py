@@ -13,7 +13,7 @@ from ..fingerprints.hashing import P1 as _M1  # the shingle combine's odd multip
 from ..fingerprints.hashing import P2 as _M2
 from ..settings import PAIR_METHODS, Settings
 from ..store.postings import VALUES
-from .values import SIGNATURE_VALUES, _flat, _lists, _signature_rows
+from .values import SIGNATURE_VALUES, _flat, _lists, _signature_rows, blob_views
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 #: beyond this many bits, simhash pairs come from report 002's length window
@@ -148,7 +148,7 @@ def candidate_postings(con, lo: int, hi: int, settings: Settings, written=None) 
         # into one array
         held = written.chunked("fp_shingles", "hashes") if written is not None else None
         ids, col = held if held is not None else _lists(con, "fp_shingles", "hashes", lo, hi)
-        out[VALUES + "shingles"] = (ids.astype(np.uint64), col.to_pylist())
+        out[VALUES + "shingles"] = (ids.astype(np.uint64), blob_views(col))  # views of the rows, not copies
     for m in ("simhash", "simhash_hp"):
         if m in on and simhash_plan(settings.simhash_bits) is not None:
             ids, col = _lists(con, f"fp_{m}", "simhash", lo, hi, written)

@@ -237,7 +237,7 @@ class MemoryPostings(Postings):
                 tab[k] = new if old is None else np.concatenate([old, new])
         for table, (keys, vals) in postings.items():
             if table.startswith(VALUES):
-                self._values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), vals))
+                self._values.setdefault(table[len(VALUES) :], {}).update(zip(np.asarray(keys).tolist(), map(bytes, vals)))
         self._applied = batch_id
 
     def remove_batch(self, batch_id, removed, added=None, max_doc_id=0):
