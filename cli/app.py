@@ -776,9 +776,6 @@ def main() -> None:
     from neardup.blas_probe import skip_numba_blas_probe
 
     skip_numba_blas_probe()  # this process is neardup's: numba's BLAS probe would import scipy.linalg (0.3 s)
-    from neardup.store.leftover import leave_to_exit
-
-    leave_to_exit()  # ... and it ends with os._exit (``_leave``): the last connection's closing is left to it
     # (its kernels' lean loading and wide vectors are installed when neardup.cli is imported, before numba is)
     try:
         app_for(sys.argv[1:])()

@@ -15,7 +15,7 @@ import duckdb
 
 from ..errors import IndexBusy, NeardupError, SchemaTooNew
 from ..sqlfiles import migrations, query
-from . import leftover, libc
+from . import libc
 from ..storage import convert
 
 CATALOG_FILE = "catalog.duckdb"
@@ -36,7 +36,6 @@ def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def connect(path: Path, read_only: bool, holder: str | None = None) -> duckdb.DuckDBPyConnection:
     """Open the catalog; a lock held by another process becomes ``IndexBusy`` naming it, a damaged
     file ``CatalogDamaged``, a file that cannot be opened a ``StorageError`` (``neardup.storage``)."""
-    leftover.close_left()  # a connection this process left to its exit: the file is opened anew
     try:
         if read_only:
             con = duckdb.connect(str(path), read_only=True)

@@ -58,7 +58,7 @@ from ..errors import IndexLocked, IndexNotFound, NeardupError, PostingsDamaged, 
 from ..keys import batch_postings
 from ..settings import Settings
 from ..sqlfiles import query
-from . import catalog, leftover
+from . import catalog
 from .postings import LmdbPostings, Postings
 from .runs import RUN_TABLES
 
@@ -119,7 +119,6 @@ class WriterLock:
         ``StorageError``. With ``read_only_ok`` (commands that change nothing), an existing lock file
         is locked through a read-only descriptor, and on a read-only file system without one no
         lock is needed (no one can write there)."""
-        leftover.close_left()  # this process's own last connection and lock, left to its exit
         with storage.guard(self.path, "taking the writer lock", KEEPS_NOTHING, index=self.path.parent):
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -160,7 +159,6 @@ class WriterLock:
         return f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}), since {info.get('since')}"
 
     def is_held(self) -> bool:
-        leftover.close_left()
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:  # missing, or unreadable to this user: a writer's own open tells
@@ -237,7 +235,7 @@ class Index:
                 else:
                     w.close(quiet=True)  # the error that got us here is the one to report
         finally:
-            leftover.close_or_leave(lock.release)  # after the catalog's connection (``neardup.store.leftover``)
+            lock.release()
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -266,7 +264,7 @@ class Index:
                 catalog.check_schema(con)
                 yield con
         finally:
-            leftover.close_or_leave(con.close)
+            con.close()
 
     def settings(self) -> Settings:
         with self.reader() as con:
@@ -427,10 +425,7 @@ class Writer:
         close_postings = functools.partial(postings.close, finish=not quiet) if postings is not None else None
         for closing in ([close_postings] if postings is not None else []) + ([con.close] if con is not None else []):
             try:
-                if closing is close_postings:
-                    closing()
-                else:  # the catalog's connection: closed, or left to a process that ends at once
-                    leftover.close_or_leave(closing)
+                closing()
             except Exception:
                 if not quiet:
                     raise
