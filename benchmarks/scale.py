@@ -613,6 +613,31 @@ def prepare_seconds(index: Path, after_batch: int) -> tuple[float, int]:
     return round(float(d["s"]), 1), int(d["b"])
 
 
+def control_input(corpus: Path, first_part: str, docs: int, folder: Path) -> Path:
+    """The control workload's input: the first ``docs`` records of the corpus's first part, as
+    plain JSON lines in ``folder`` (written once per run)."""
+    out = folder / f"control-{docs}.jsonl"
+    with zstandard.open(corpus / first_part, "rt", encoding="utf-8") as src, open(out, "w", encoding="utf-8") as dst:
+        for i, line in enumerate(src):
+            if i >= docs:
+                break
+            dst.write(line)
+    return out
+
+
+def control_seconds(path: Path, folder: Path) -> float:
+    """Wall seconds of one ingest of ``path`` into a fresh index in ``folder`` (deleted after): the
+    same work at every call, so its changes over a run are the machine's, not the index's."""
+    index = folder / "control-index"
+    shutil.rmtree(index, ignore_errors=True)
+    t = time.perf_counter()
+    subprocess.run([*neardup_cmd(), "ingest", "--index", str(index), "--quiet", str(path)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    took = time.perf_counter() - t
+    shutil.rmtree(index, ignore_errors=True)
+    return round(took, 2)
+
+
 def run(args: argparse.Namespace) -> None:
     corpus, index = Path(args.corpus), Path(args.index)
     manifest = json.loads((corpus / "manifest.json").read_text())
@@ -639,6 +664,7 @@ def run(args: argparse.Namespace) -> None:
     settled = settle(args.settle)
     rows = []
     last_batch = 0
+    control = control_input(corpus, parts[0]["file"], args.control, results) if args.control else None
     for b, (inp, ps) in enumerate(zip(inputs, batch_parts)):
         mb = sum(p["text_bytes"] for p in ps) / 1e6
         t = time.perf_counter()
@@ -660,11 +686,15 @@ def run(args: argparse.Namespace) -> None:
                "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
                "read_mb": round(usage.ru_inblock * 512 / 1e6, 1), "exit": proc.returncode, "index_mb": round(disk_usage(index) / 1e6, 1), **counts(index)}
         row["prepare_s"], last_batch = prepare_seconds(index, last_batch)
+        if control is not None:  # the machine's speed right after this part, on work of a fixed size
+            row["control_s"] = control_seconds(control, results)
         rows.append(row)
         print("  ".join(f"{k}={v}" for k, v in row.items() if k != "input"), flush=True)
     log.close()
     if tmp:
         shutil.rmtree(tmp)
+    if control is not None:
+        control.unlink()
     keys = list(dict.fromkeys(k for r in rows for k in r))
     out_csv = results / f"scale-{args.batches}.csv"
     with open(out_csv, "w", newline="") as fh:
@@ -738,6 +768,11 @@ def summary(rows: list[dict]) -> str:
         slow = wall.index(max(wall))
         line += (f"; the preparing stages (the batch's own work, not the index's) {rows[0]['prepare_s']} s in the first "
                  f"batch, {rows[slow]['prepare_s']} s in the slowest ({rows[slow]['prepare_s'] / rows[0]['prepare_s']:.2f}x)")
+    if len(rows) > 1 and rows[0].get("control_s"):
+        ctl = [r["control_s"] for r in rows]
+        rel = [w / c for w, c in zip(wall, ctl)]
+        line += (f"; the control {ctl[0]} s after the first batch, {min(ctl)}-{max(ctl)} s in all ({max(ctl) / min(ctl):.2f}x); "
+                 f"each batch's time over its control: slowest / first {max(rel) / rel[0]:.2f}x (batch {rel.index(max(rel))})")
     if len(rows) > 1:
         line += (f"; user CPU {first['user_s']} -> {last['user_s']} s, system CPU {first['sys_s']} -> {last['sys_s']} s, "
                  f"minor faults {first['minor_faults']:,} -> {last['minor_faults']:,}, read from disk "
@@ -746,8 +781,8 @@ def summary(rows: list[dict]) -> str:
 
 
 def print_table(rows: list[dict], keys: list[str]) -> None:
-    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "major_faults", "read_mb", "exit", "prepare_s")] \
-        + (["prepare_s"] if any("prepare_s" in r for r in rows) else [])
+    keys = [k for k in keys if k not in ("input", "user_s", "sys_s", "minor_faults", "major_faults", "read_mb", "exit", "prepare_s", "control_s")] \
+        + [k for k in ("prepare_s", "control_s") if any(k in r for r in rows)]
     widths = [max(len(k), *(len(str(r.get(k, 0))) for r in rows)) for k in keys]
     print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
     for r in rows:
@@ -804,6 +839,10 @@ def main() -> None:
     r.add_argument("--settle", type=float, default=0, metavar="SECONDS",
                    help="before the first batch, wait up to this long for the machine to hand freed memory back to its "
                         "host (free page reporting), so that the first batch runs on memory like the later ones")
+    r.add_argument("--control", type=int, default=0, metavar="DOCS",
+                   help="after each batch, time an ingest of the first DOCS records of the first part into a fresh "
+                        "index (the same work every time: the machine's speed over the run), and report each batch's "
+                        "time against it as well")
     r.add_argument("--ingest-args", default="", help="more options for every `neardup ingest`, e.g. '--pairs jaccard' "
                    "(settings other than the defaults: to tell which part of the work grows with the index)")
     args = ap.parse_args()
