@@ -126,6 +126,38 @@ def test_masked_order_is_a_stable_argsort_of_the_masked_values(values, mask, low
         assert np.array_equal(got, np.argsort(x & np.uint64(m), kind="stable"))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.integers(0, 2**64 - 1), st.integers(0, 40))
+def test_masked_sorted_is_the_values_and_ids_in_masked_order(values, mask, repeat):
+    """The values and ids the payload-carrying sort returns are those at ``masked_order``'s
+    positions (so ties keep their input order), for any mask and repeated values."""
+    from neardup import sort_kernels
+
+    x = np.array(values + values[:repeat], dtype=np.uint64)
+    ids = np.arange(x.size, dtype=np.uint32)[::-1].copy()
+    for m in (mask, 0, 2**64 - 1, mask & 0x03FFFFFF, mask | 1 << 63):
+        o = np.argsort(x & np.uint64(m), kind="stable")
+        got_v, got_i = sort_kernels.masked_sorted(x, ids, m)
+        assert got_v.dtype == np.uint64 and got_i.dtype == np.uint32
+        assert np.array_equal(got_v, x[o]) and np.array_equal(got_i, ids[o])
+
+
+def test_masked_sorted_of_simhash_table_masks():
+    """Every table of the default plan, many values with long runs of equal masked bits, int64 ids."""
+    from neardup import sort_kernels
+    from neardup.pairs.keys import table_masks
+
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 2**64 - 1, 40_000, dtype=np.uint64, endpoint=True)
+    x[::7] = x[1]
+    x[::5] &= np.uint64(0xFFFF0000FFFF0000)
+    ids = rng.permutation(x.size).astype(np.int64)
+    for m in table_masks(3) + table_masks(6):
+        o = np.argsort(x & m, kind="stable")
+        got_v, got_i = sort_kernels.masked_sorted(x, ids, m)
+        assert np.array_equal(got_v, x[o]) and np.array_equal(got_i, ids[o])
+
+
 def test_masked_order_of_simhash_table_masks():
     """Every table of the default plan, many values with long runs of equal masked bits."""
     from neardup import sort_kernels

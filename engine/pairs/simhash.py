@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pipeline import Beside
-from ..sort_kernels import masked_order
+from ..sort_kernels import masked_order, masked_sorted
 from ..store import catalog
 from .groups import _within
 from .keys import table_masks
@@ -160,9 +160,11 @@ class SortedOld:
         self.upto = upto
         self.masks = np.array(table_masks(bits), dtype=np.uint64)
         self.tables = []
+        ids = np.asarray(ids).astype(np.uint32)
+        values = np.ascontiguousarray(values, dtype=np.uint64)
+        scratch = (np.empty_like(values), np.empty_like(ids))  # the passes between, for every table
         for m in self.masks:
-            o = masked_order(values, m)
-            self.tables.append((np.ascontiguousarray(values[o]), ids[o].astype(np.uint32)))
+            self.tables.append(masked_sorted(values, ids, m, scratch))
 
     def pairs(self, s: _Sorted, bits: int, out: list) -> None:
         """The pairs of the batch's simhashes (``s``, sorted on the same tables) with the older
