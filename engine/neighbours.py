@@ -81,16 +81,17 @@ def sort_sketches(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray) -> tuple[
 
 
 def _group(values: np.ndarray):
-    """``neighbour_kernels.value_slots`` with a table about 1.5 times the values."""
+    """``(group of each value, the distinct values ascending, how many values each holds)``:
+    ``neighbour_kernels.sorted_groups`` along the values' sorted order."""
     from . import neighbour_kernels
 
-    bits = max(4, int(np.ceil(np.log2(max(values.size, 1) * 1.5))))
-    return neighbour_kernels.value_slots(values, bits)
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    return neighbour_kernels.sorted_groups(values, hash_order(values))
 
 
 def _frequent(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The values a ``_group`` table counts ``FREQUENT`` or more times, ascending."""
-    return np.sort(keys[counts >= FREQUENT])
+    """The values a ``_group`` counts ``FREQUENT`` or more times, ascending (as its keys are)."""
+    return keys[counts >= FREQUENT]
 
 
 def postings_of(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int,
@@ -144,13 +145,16 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
         lo = int(ids.min())
     n = ids.size
     owner = np.repeat(np.arange(n), lens)  # row -> new document (its index in ids)
-    slot, keys, counts = _group(data)  # equal values share a slot
+    slot, keys, counts = _group(data)  # equal values share a slot: their group, numbered in value order
     if frequent_out is not None:
         frequent_out.append(_frequent(keys, counts))
     frequent = counts >= FREQUENT
     if postings is not None:
-        hint = neighbour_kernels.find_slots(keys, counts, postings.keys(FREQUENT_TABLE))
-        frequent[hint[hint >= 0]] = True
+        hint = np.asarray(postings.keys(FREQUENT_TABLE), dtype=np.uint64)
+        at = np.searchsorted(keys, hint)
+        inside = at < keys.size
+        at = at[inside]
+        frequent[at[keys[at] == hint[inside]]] = True
     # each document's rarest n - k + c values: not frequent first, then fewest holders in the
     # batch, then the smaller value (the sketch is sorted and the selection stable)
     c = shared_needed(k)
@@ -161,21 +165,18 @@ def search(ids: np.ndarray, flat: np.ndarray, lens: np.ndarray, k: int, *, lo: i
     wanted = np.zeros(keys.size, dtype=bool)
     wanted[slot[take]] = True
     wslots = np.flatnonzero(wanted)
+    # numbered in ascending value order (as the groups are), so a slice's values are looked up in
+    # key order (no sort there)
     u = keys[wslots]
-    # numbered in ascending value order, so a slice's values are looked up in key order (no sort there)
-    vorder = hash_order(u)
-    vrank = np.empty_like(vorder)
-    vrank[vorder] = np.arange(vorder.size)
-    u = u[vorder]
-    cnt = counts[wslots][vorder]
-    rank_of_slot = np.empty(keys.size, dtype=np.int64)  # slot -> its value's number (looked-up slots only)
-    rank_of_slot[wslots] = vrank
+    cnt = counts[wslots]
+    rank_of_slot = np.empty(keys.size, dtype=np.int64)  # group -> its value's number (looked-up groups only)
+    rank_of_slot[wslots] = np.arange(wslots.size)
     p_val = rank_of_slot[slot[take]]
 
     # who holds each looked-up value: the batch's documents (rows grouped by value), older ones from postings
     rows = np.flatnonzero(wanted[slot])
     dense_rows = rank_of_slot[slot[rows]]
-    del vorder, vrank, rank_of_slot
+    del rank_of_slot
     del rank, wanted, keys, frequent, counts
     by_val = rows[small_order(dense_rows, u.size)]
     b_holder = owner[by_val]

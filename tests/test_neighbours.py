@@ -213,23 +213,16 @@ def test_smallest_per_segment_is_a_stable_sort_cut(runs):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=200), st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=20),
-       st.integers(0, 3))
-def test_value_slots_group_equal_values_and_find_slots_finds_them(values, probes, room):
-    """Equal values share a slot and unequal ones do not (0 included: an empty slot is one with no
-    count), each slot counts its value's occurrences, and ``find_slots`` gives a value's slot or
-    -1 when the batch does not hold it; in tables from just larger than the distinct values (every
-    probe sequence long) to a few times larger."""
-    from neardup import neighbour_kernels
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=200))
+def test_group_numbers_the_distinct_values_in_ascending_order_and_counts_them(values):
+    """``neighbours._group``: the keys are the distinct values ascending (0 included), each value's
+    group is its value's rank among them, and each group counts its value's occurrences."""
+    from neardup import neighbours
 
     data = np.array(values, dtype=np.uint64)
-    slot, keys, counts = neighbour_kernels.value_slots(data, len(set(values)).bit_length() + room)
-    assert keys[slot].tolist() == values
-    seen = Counter(values)
-    assert {int(keys[s]): int(counts[s]) for s in set(slot.tolist())} == dict(seen)
-    assert int(counts.sum()) == len(values)
-    found = neighbour_kernels.find_slots(keys, counts, np.array(probes, dtype=np.uint64)).tolist()
-    for p, f in zip(probes, found):
-        assert (f == -1) == (p not in seen)
-        if f != -1:
-            assert int(keys[f]) == p
+    slot, keys, counts = neighbours._group(data)
+    distinct = sorted(set(values))
+    assert keys.tolist() == distinct
+    assert slot.tolist() == [distinct.index(v) for v in values]
+    assert counts.tolist() == [Counter(values)[v] for v in distinct]
+    assert neighbours._frequent(keys, counts).tolist() == [v for v in distinct if Counter(values)[v] >= neighbours.FREQUENT]
