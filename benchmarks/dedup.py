@@ -180,6 +180,33 @@ def timed(fn, path: Path, runs: int) -> tuple[float, set, list[float], float]:
     return statistics.median(times), res, times, statistics.median(rss)
 
 
+def machine() -> str:
+    """The machine and the tools' versions, one line: the ratios move with the kind of machine
+    (datasketch's run is one core of arithmetic, a fifth or more of neardup's is the kernel's work
+    on fresh pages; docs/benchmarks.md, fiftieth session), so a result names where it was made."""
+    import platform
+    from importlib import metadata
+
+    cpu = {}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                cpu.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    model = cpu.get("model name") or platform.processor() or platform.machine()
+    family = f", CPU family {cpu['cpu family']}" if "cpu family" in cpu else ""
+    versions = []
+    for dist in ("neardup", "datasketch", "SetSimilaritySearch"):
+        try:
+            versions.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return (f"machine: {model}{family}, {os.cpu_count()} cores; Python {platform.python_version()}; "
+            + ", ".join(versions))
+
+
 def _scores(found: set, truth: set) -> tuple[float, float]:
     """(precision, recall) of ``found`` against ``truth``."""
     tp = len(found & truth)
@@ -233,6 +260,7 @@ def main() -> None:
     t0 = time.perf_counter()
     truth = {(i, j) for i, j, _ in exact.all_pairs(exact.shingle_sets(texts), THRESHOLD)}
     t_truth = time.perf_counter() - t0
+    print(machine())
     print(f"{len(texts)} documents, {mb:.1f} MB; {len(truth)} pairs with word-5-shingle Jaccard >= {THRESHOLD} "
           f"(exact all-pairs, {t_truth:.1f} s); medians of {a.runs} runs"
           f"{', the tools taking turns' if a.alternate else ''}{f' after {a.warmup} untimed' if a.warmup else ''}\n")
