@@ -122,8 +122,8 @@ def print_timeline(history: list[tuple[float, dict[int, float]]], names: dict[in
                 name = short(names.get(tid, "(native)"))
                 row[name] = row.get(name, 0.0) + d
     print(f"timeline ({bucket:g} s intervals): cores in use, the threads that spent the most", file=sys.stderr)
-    for b in sorted(spent):
-        row = spent[b]
+    for b in range(max(spent) + 1 if spent else 0):  # an interval with no CPU at all reads 0.00
+        row = spent.get(b, {})
         top = sorted(row.items(), key=lambda kv: -kv[1])[:3]
         print(f"  {b * bucket:6.2f} s  {sum(row.values()) / bucket:4.2f} cores  "
               + "  ".join(f"{n} {v:.2f}" for n, v in top), file=sys.stderr)
