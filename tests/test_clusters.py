@@ -260,3 +260,38 @@ def test_components_of_pairs_and_old_components_match_networkx(pairs, old_member
     o_cid = np.array([r[0] for r in rows], dtype=np.int64)
     o_doc = np.array([r[1] for r in rows], dtype=np.int64)
     assert _components(a, b, o_cid, o_doc) == want
+
+
+extension_cases = st.tuples(
+    # clusters: (representative, common values or None)
+    st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.sets(st.integers(0, 15), max_size=8))),
+             min_size=0, max_size=8),
+    # new documents' sketches
+    st.lists(st.sets(st.integers(0, 15), max_size=8), min_size=1, max_size=6),
+    # older document -> new documents it neighbours (indexes into the sketches)
+    st.dictionaries(st.integers(0, 5), st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True), max_size=6),
+    st.integers(1, 5),
+)
+
+
+@settings(max_examples=300)
+@given(extension_cases)
+def test_the_clusters_new_documents_extend_are_those_a_set_test_per_pair_finds(case):
+    """``clusters._extending`` (one compiled call) against the rule it implements, tested pair by
+    pair in Python: a cluster is extended when a new neighbour of its representative has at least
+    ``k`` of its common values in its sketch."""
+    import pyarrow as pa
+
+    from neardup.clusters import _extending
+
+    rows, sketches, near, k = case
+    sk = {100 + i: np.array(sorted(s, reverse=i % 2 == 1), np.uint64) for i, s in enumerate(sketches)}  # some unsorted
+    near_new = {old: [100 + q for q in qs if q < len(sketches)] for old, qs in near.items()}
+    table = pa.table({
+        "cluster_id": pa.array(range(10, 10 + len(rows)), pa.int64()),
+        "common": pa.array([sorted(c) if c is not None else None for _, c in rows], pa.list_(pa.uint64())),
+        "representative": pa.array([r for r, _ in rows], pa.int64()),
+    })
+    expected = [10 + i for i, (rep, common) in enumerate(rows)
+                if any(len(set(sk[q].tolist()) & (common or set())) >= k for q in near_new.get(rep, ()))]
+    assert _extending(table, near_new, sk, k) == expected
