@@ -248,6 +248,10 @@ class Peekable:
             return item
         return next(self.it)
 
+    def put_back(self, item) -> None:
+        """Make ``item`` (the one ``__next__`` gave last) the next one again."""
+        self.ahead.appendleft(item)
+
     def exhausted(self) -> bool:
         """Nothing is left."""
         return not self.ahead and self._read_ahead() is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,6 +239,33 @@ def test_a_big_input_is_committed_as_several_batches_with_the_same_results(tmp_p
     # the input again: every record is already there
     r3 = ingest(Index(sliced), src, batch_mb=0.2)
     assert (r3.n_docs, r3.n_unchanged) == (0, r1.n_docs)
+
+
+def test_a_second_crawl_of_a_batchs_own_urls_starts_a_new_batch_with_the_same_results(tmp_path, monkeypatch):
+    """An input holding two crawls of one site (every url twice, the second text edited), read in
+    small blocks: a batch that has read at least an eighth of its budget ends before the first
+    chunk that would make one of its own rows not latest (``ingest._ends_before``), so that the
+    new versions mark committed rows; a batch below that keeps the chunk. Either way the documents,
+    versions, latest flags, fingerprints, postings and pairs are those of one batch."""
+    import neardup.readers.jsonl as jsonl
+    from neardup.readers import streams
+
+    monkeypatch.setattr(jsonl, "iter_blocks", lambda stream: streams.iter_blocks(stream, 4096))
+    first = [{"url": f"https://site.example/p{i}", "text": words_text(30, i)} for i in range(60)]
+    second = [{"url": r["url"], "text": r["text"] + " " + words_text(6, 1000 + i, prefix="e")} for i, r in enumerate(first)]
+    src = str(write_jsonl(tmp_path / "two.jsonl", first + second))
+    size = Path(src).stat().st_size
+    one = ingest(Index(tmp_path / "one"), src, batch_mb=10 * size / 1e6)  # an eighth of it is more than the input
+    two = ingest(Index(tmp_path / "two"), src, batch_mb=2 * size / 1e6)  # an eighth is a quarter of the first crawl
+    assert one.batch_ids == [1] and len(two.batch_ids) >= 2
+    assert (two.n_docs, two.n_new_versions) == (one.n_docs, one.n_new_versions) == (120, 60)
+    with Index(tmp_path / "two").reader() as con:
+        first_batch = con.execute("SELECT first_doc_id, last_doc_id FROM batches WHERE batch_id = 1").fetchall()[0]
+        latest = con.execute("SELECT version, is_latest, count(*) FROM documents GROUP BY ALL ORDER BY ALL").fetchall()
+    assert first_batch[0] == 1 and first_batch[1] <= 60  # the first crawl's pages only
+    assert latest == [(1, False, 60), (2, True, 60)]
+    assert content(snapshot(tmp_path / "one")) == content(snapshot(tmp_path / "two"))
+    assert _by_url(tmp_path / "one") == _by_url(tmp_path / "two")
 
 
 @pytest.mark.parametrize("share, sizes", [(0.95, [400]), (0.8, [320, 80]), (0.47, [192, 208]), (0.3, [128, 128, 128, 16])])
