@@ -76,8 +76,29 @@ def test_apply_is_idempotent_and_lists_stay_sorted(tmp_path, make):
     store.close()
 
 
+def test_a_batch_larger_than_the_map_grows_it_before_its_write(tmp_path, monkeypatch):
+    """``LmdbPostings._room_for`` sizes the map for the batch, so its write is done once (a write
+    that fills the map is aborted and done again)."""
+    monkeypatch.setattr(LmdbPostings, "INITIAL_MAP", 64 << 10)
+    writes = []
+    original = LmdbPostings._write
+    monkeypatch.setattr(LmdbPostings, "_write", lambda self, *a, **kw: (writes.append(1), original(self, *a, **kw))[1])
+    store = LmdbPostings(tmp_path / "p")
+    n = 50_000
+    keys = np.arange(n, dtype=np.uint64) * 2654435761
+    values = [bytes([i % 251]) * (10 + i % 9000) for i in range(300)]  # small ones and overflow pages
+    store.apply_batch(1, {"t": (keys, np.arange(1, n + 1, dtype=np.uint64)),
+                          "val:v": (np.arange(1, 301, dtype=np.uint64), values)})
+    store.apply_batch(2, {"t": (np.concatenate([keys, keys]), np.arange(n + 1, 3 * n + 1, dtype=np.uint64))})
+    assert len(writes) == 2
+    assert store.get("t", int(keys[123])).tolist() == [124, n + 124, 2 * n + 124]
+    assert store.get_values("v", [7, 300]) == {7: values[6], 300: values[299]}
+    store.close()
+
+
 def test_full_map_grows_instead_of_failing(tmp_path, monkeypatch):
     monkeypatch.setattr(LmdbPostings, "INITIAL_MAP", 64 << 10)
+    monkeypatch.setattr(LmdbPostings, "_room_for", lambda self, lists, values: None)  # the write finds it full
     store = LmdbPostings(tmp_path / "p")
     n = 50_000
     keys = np.arange(n, dtype=np.uint64) * 2654435761
