@@ -669,19 +669,24 @@ class LmdbPostings(Postings):
         overflow pages), 64 bytes a posting (a key that gets its second id becomes a sub-page),
         and the pages in use once more for the copies a write makes of what it changes (LMDB
         copies on write); the map is address space, not disk. What still does not fit, or a map
-        that cannot be made this large (``ulimit -v``), grows as before."""
+        that cannot be made this large (``ulimit -v``), grows as before. The map grows by doublings,
+        as before: sized to the estimate alone it grew at almost every batch of a long input, and
+        each resize maps the file anew (the million in one 4 GB file: 192.8 s against 170.0 s)."""
         info, psize = self.env.info(), self.env.stat()["psize"]
         used = (info["last_pgno"] + 1) * psize
         need = sum(64 * len(k) for t, (k, _) in lists.items() if t not in RUN_TABLES)
         for _, (_, vals) in values.items():
             nb = np.fromiter((memoryview(v).nbytes for v in vals), np.int64, len(vals)) + 16
             need += int(np.where(nb > psize // 2, -(-nb // psize) * psize, 2 * nb).sum())
-        want = 2 * used + need
-        if want > info["map_size"]:
-            try:
-                self.env.set_mapsize(-(-want // (1 << 20)) << 20)
-            except lmdb.MemoryError:
-                pass
+        want, size = 2 * used + need, info["map_size"]
+        if want <= size:
+            return
+        while size < want:  # doubled, as a full map is: a resize maps the file anew, so it stays rare
+            size *= 2
+        try:
+            self.env.set_mapsize(size)
+        except lmdb.MemoryError:
+            pass
 
     def apply_batch(self, batch_id, postings, ready=None):
         if batch_id <= self.applied_batch():
