@@ -277,7 +277,8 @@ class LmdbPostings(Postings):
     One named LMDB database per table. Writes happen in one write transaction
     per batch, so a crash leaves the previous state. A writer opens the map at
     twice the file's size (at least 64 MiB; on Linux this reserves address
-    space, not disk), and it doubles whenever a write still finds it full (the
+    space, not disk); it doubles before a batch's write that may not fit in it
+    (``_room_for``), and again whenever a write still finds it full (the
     transaction is retried), so a full map never fails an ingest; only a full
     disk does.
 
