@@ -176,6 +176,40 @@ def test_kill_in_the_second_batch_of_a_sliced_input_keeps_the_first_and_a_rerun_
     assert clusters(again) == clusters(full)
 
 
+def test_kill_in_the_batch_after_a_second_crawl_ends_one_keeps_the_first_and_a_rerun_completes(tmp_path):
+    """An input holding two crawls of one site (``ingest._ends_before``): its first 8 MB block holds
+    the first crawl and the start of the second, the next block the rest of the second, whose
+    older versions the first batch added, so the first batch ends there though its budget is not
+    reached. A crash in the second keeps the first, and ingesting the input again adds the rest,
+    as one run would have."""
+    first = [{"url": f"https://site.example/p{i}", "text": words_text(80, i)} for i in range(9000)]
+    second = [{"url": r["url"], "text": r["text"] + " " + words_text(8, 20000 + i, prefix="e")} for i, r in enumerate(first)]
+    src = str(write_jsonl(tmp_path / "two.jsonl", first + second))
+    assert 8 << 20 < os.path.getsize(src) < 20e6 / 1.25  # two blocks; an eighth of 20 MB is under the first
+    ref = tmp_path / "ref"
+    run_cli("ingest", "--quiet", "--index", str(ref), "--batch-mb", "20", src, check=True)
+    trial = tmp_path / "trial"
+    p = run_cli("ingest", "--quiet", "--index", str(trial), "--batch-mb", "20", src, env={"NEARDUP_CRASH_AT": "duckdb-before-commit@2"})
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    kept, full = snapshot(trial), snapshot(ref)
+    assert len(full["batches"]) == 2 and 9000 < full["batches"][0][2] < 18000  # n_docs: the first block's
+    assert kept["batches"] == full["batches"][:1]
+
+    def but_latest(rows):  # the second batch marks some of the first's rows as not latest
+        return [d[:6] + d[7:] for d in rows]
+
+    assert but_latest(kept["documents"]) == but_latest(full["documents"][: len(kept["documents"])])
+    with Index(trial).reader() as con:  # what the first batch committed is whole: one latest version a url
+        assert con.execute("SELECT count(*) FROM (SELECT url FROM documents GROUP BY url "
+                           "HAVING count(*) FILTER (WHERE is_latest) <> 1)").fetchall() == [(0,)]
+    run_cli("ingest", "--quiet", "--index", str(trial), "--batch-mb", "20", src, check=True)
+    again = snapshot(trial)
+    assert content(again) == content(full)
+    with Index(trial).reader() as con:
+        assert con.execute("SELECT version, is_latest, count(*) FROM documents GROUP BY ALL ORDER BY ALL").fetchall() == [
+            (1, False, 9000), (2, True, 9000)]
+
+
 # -- a delete batch ------------------------------------------------------------
 
 DELETE_BEFORE_COMMIT = {"batch-start", "duckdb-before-commit"}
