@@ -397,7 +397,7 @@ def _extending(rows: pa.Table, near_new: dict[int, list[int]], sk: dict, k: int)
         return []
     q_sk = [np.asarray(sk[q], dtype=np.uint64) for q in qs]
     q_len = np.fromiter((a.size for a in q_sk), np.int64, len(q_sk))
-    data = np.concatenate([c_vals, *q_sk]) if q_sk else c_vals
+    data = np.concatenate([c_vals, *q_sk])
     offs = np.concatenate([[0], np.cumsum(np.concatenate([c_len, q_len]))]).astype(np.int64)
     data = sorted_segments(data, offs)
     n = cids.size

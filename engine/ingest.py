@@ -84,7 +84,7 @@ class IngestResult:
 class _Versions:
     """Url -> versions seen so far (in the index or earlier in this batch)."""
 
-    def __init__(self, writer: Writer, first_doc: int = 0):
+    def __init__(self, writer: Writer, first_doc: int):
         self.w = writer
         #: the running batch's first doc id; ``marked_own``: whether a version it added is no longer
         #: the latest (marked so by ``flush``, an UPDATE of the batch's own rows: ``_ends_before``)
