@@ -34,6 +34,16 @@ def test_importing_neardup_or_its_cli_package_loads_no_array_library():
     assert _run(code).stdout.strip() == "[]"
 
 
+def test_the_commands_module_loads_no_compiled_kernels():
+    """Every command's start imports ``neardup.cli.app`` with all its commands' modules: numba and the
+    kernel modules load with the commands that run kernels (an ingest loads them in a thread while the
+    index opens), not with ``neardup sql`` (0.36 s with it, against 0.53 s when the delete command's
+    module loaded the concept search: docs/benchmarks.md)."""
+    code = ("import sys, neardup, neardup.cli, neardup.cli.app; "
+            "print(sorted(m for m in ('numba', 'neardup.neighbours', 'neardup.pairs', 'neardup.kernels') if m in sys.modules))")
+    assert _run(code).stdout.strip() == "[]"
+
+
 def test_the_version_is_the_installed_packages_and_read_without_its_metadata():
     """``neardup.__version__`` is what the installed package's metadata says (pyproject.toml reads
     it from the package), and ``import neardup`` does not import ``importlib.metadata`` for it."""

@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 
 from ..keys import BATCH_TABLES, derive_postings, fingerprint_postings
-from ..neighbours import FREQUENT, FREQUENT_TABLE
 from ..settings import Settings
 from ..sqlfiles import query
 from ..store.postings import VALUES
@@ -88,6 +87,10 @@ def frequent_changes(con, batches: list[tuple[int, int, int]], settings: Setting
     (its key) goes, every row of the batch moves to the next one."""
     if "concept" not in settings.clusters:
         return {}, {}
+    # imported here: the concept search's module loads numba, which the CLI's import of the delete
+    # command (every command's start, an ingest's included) must not load on its main thread
+    from ..neighbours import FREQUENT, FREQUENT_TABLE
+
     k = settings.support
     gone_k, gone_v, new_k, new_v = [], [], [], []
     for _, lo, hi in batches:
