@@ -92,6 +92,10 @@ def main() -> None:
             print_timeline(history, names, marks, args.timeline)
 
     atexit.register(report)
+    # the CLI's package first: it installs how numba loads and compiles the kernels (neardup.cli),
+    # which must precede numba's import; the stage marks import the engine, and with it numba
+    import neardup.cli  # noqa: F401
+
     if args.timeline:
         mark_stages(marks, t0)
     sys.argv = ["neardup", *args.command]
