@@ -43,6 +43,37 @@ from .import_hooks import around_import
 _TARGET = "numba.core.caching"
 _CODEGEN = "numba.core.codegen"
 _lock = threading.Lock()
+#: kernel signatures this process found no cached code for, so that numba compiled them (counted by
+#: the lean load: ``compiled_here``); and who is told of the first one (``on_first_compile``)
+_compiled = 0
+_first_compile: Callable[[], None] | None = None
+
+
+def compiled_here() -> int:
+    """How many kernel signatures this process has compiled because the cache had no code for them
+    (the first run after installing, or on a CPU whose features the cache has not seen). Counted only
+    where ``load_kernels_lean`` is installed."""
+    return _compiled
+
+
+def on_first_compile(notice: Callable[[], None] | None) -> None:
+    """Call ``notice`` (once, in the thread that meets it) when the next kernel has no cached code
+    and numba is about to compile it, which takes a second or so a kernel; ``None`` stops it."""
+    global _first_compile
+    with _lock:
+        _first_compile = notice
+
+
+def _missed() -> None:
+    global _compiled, _first_compile
+    with _lock:
+        _compiled += 1
+        notice, _first_compile = _first_compile, None
+    if notice is not None:
+        try:
+            notice()
+        except Exception:  # noqa: BLE001 - a notice must not stop the compile
+            pass
 
 
 def _lean(module) -> None:
@@ -62,7 +93,11 @@ def _lean(module) -> None:
             got = self._load_overload(sig, target_context)
         except Exception:  # noqa: BLE001 - numba's own load below reports what it meets
             got = None
-        return got if got is not None else original(self, sig, target_context)
+        if got is None:
+            got = original(self, sig, target_context)
+            if got is None:  # numba compiles it next
+                _missed()
+        return got
 
     load_overload.__doc__ = original.__doc__
     load_overload.lean = True

@@ -57,6 +57,26 @@ def test_a_kernel_compiles_with_the_lean_load_then_loads_lean_from_the_cache(tmp
     assert plain == {"out": [30, 3.0], "registries": True}  # for its default features: _wide_vectors)
 
 
+def test_the_signatures_compiled_are_counted_and_the_first_is_told(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MODULE)
+    code = """
+    import json, sys
+    from neardup import kernel_cache
+    kernel_cache.load_kernels_lean()
+    told = []
+    kernel_cache.on_first_compile(lambda: told.append(kernel_cache.compiled_here()))
+    import numpy as np
+    import kern
+    kern.weighted(np.arange(5, dtype=np.int64), 3)
+    kern.weighted(np.arange(4, dtype=np.float64), 0.5)
+    print(json.dumps({"out": [kernel_cache.compiled_here(), told], "registries": None}))
+    """
+    first = _run(tmp_path, code)  # nothing cached: both signatures compiled, the notice given once, at the first
+    assert first["out"] == [2, [1]]
+    again = _run(tmp_path, code)  # both from the cache: none compiled, nothing told
+    assert again["out"] == [0, []]
+
+
 def test_installed_after_numba_is_imported_and_twice(tmp_path: Path) -> None:
     (tmp_path / "kern.py").write_text(MODULE)
     _run(tmp_path, USE.format(install=LEAN))  # compiled and cached (with the features of a lean process)
