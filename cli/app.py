@@ -19,6 +19,7 @@ from neardup.settings import DEFAULT_METHODS, METHODS, parse_methods, parse_pair
 from neardup.variants import KINDS
 from neardup.query import info as index_info
 from neardup.query import run_sql
+from neardup import kernel_cache
 from neardup.store.index import Index
 
 if TYPE_CHECKING:  # the ingest machinery (numba kernels and all) is imported by the commands that ingest
@@ -89,6 +90,9 @@ DEFAULT_INDEX = Path("neardup-index")
 #: 50,000 new container objects, not 700 (on the rust-1.63 pages: 4 collections and 0.07 s, against
 #: 434 and 0.28 s, all of it holding the interpreter lock; an ingest makes few reference cycles)
 INGEST_GC_THRESHOLDS = (50_000, 20, 100)
+#: what an ingest says when numba compiles neardup's kernels (no cached code for this CPU yet)
+COMPILING = "compiled neardup's kernels for this CPU: once after installing, cached from then on"
+COMPILING_NOW = "compiling neardup's kernels for this CPU: once after installing (a minute or so), cached from then on"
 
 
 def _fail(exc: NeardupError) -> None:
@@ -283,9 +287,10 @@ def ingest_cmd(
         else:
             create = _new_settings(given)
         for path in inputs:
+            compiled = kernel_cache.compiled_here()
             res = _ingest_one(idx, path, opts, strict, create, quiet, batch_mb, memory_bytes)
             if not quiet:
-                _print_summary(res)
+                _print_summary(res, kernel_cache.compiled_here() - compiled)
     except NeardupError as exc:
         failed = True
         _fail(exc)
@@ -354,11 +359,16 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
         def stage(batch_id: int, name: str) -> None:
             bar.update(task, batch=batch_id, stage=name)
 
-        return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage,
-                      memory_bytes=memory_bytes)
+        # the first run after installing compiles the kernels, a minute or so: said above the bar when it begins
+        kernel_cache.on_first_compile(lambda: bar.console.print(COMPILING_NOW, highlight=False, markup=False))
+        try:
+            return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage,
+                          memory_bytes=memory_bytes)
+        finally:
+            kernel_cache.on_first_compile(None)
 
 
-def _print_summary(res: IngestResult) -> None:
+def _print_summary(res: IngestResult, compiled: int = 0) -> None:
     mb = res.n_bytes / 1e6
     rate = mb / res.seconds if res.seconds > 0 else 0.0
     if res.repaired:
@@ -379,6 +389,8 @@ def _print_summary(res: IngestResult) -> None:
         err.print(f"  rejected {r.message()}", highlight=False, markup=False)
     if res.n_rejected > 5:
         err.print(f"  ... and {res.n_rejected - 5} more: SELECT * FROM rejects WHERE batch_id BETWEEN {res.batch_ids[0]} AND {res.batch_id}", highlight=False)
+    if compiled:
+        err.print(f"  {COMPILING} ({compiled} kernel signatures, part of the time above)", highlight=False, markup=False)
 
 
 @app.command()

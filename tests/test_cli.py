@@ -148,6 +148,36 @@ def test_rejects_are_reported_in_the_summary(tmp_path):
     assert "m.jsonl: line 2: too short: 1 words (< 10)" in r.output
 
 
+def test_the_summary_says_when_the_ingest_compiled_kernels(tmp_path, monkeypatch):
+    """The first run after installing compiles the kernels (a minute or so): its summary says so,
+    with how many; a run that loaded them all from the cache says nothing of it."""
+    import neardup.cli.app as cli_app
+    from neardup import kernel_cache
+
+    src = write_jsonl(tmp_path / "a.jsonl", [{"url": "a", "text": words_text(20)}])
+    before = kernel_cache.compiled_here()
+    r = invoke("ingest", "--index", str(tmp_path / "i"), str(src))
+    assert r.exit_code == 0 and "1 added" in r.output
+    # said exactly when this run compiled (with a fresh cache it may: each test's process starts empty)
+    assert ("compiled neardup's kernels" in r.output) == (kernel_cache.compiled_here() > before)
+    ingest_one = cli_app._ingest_one
+
+    def compiling(*args, **kwargs):  # as if numba had met three signatures the cache lacks
+        for _ in range(3):
+            kernel_cache._missed()
+        return ingest_one(*args, **kwargs)
+
+    monkeypatch.setattr(cli_app, "_ingest_one", compiling)
+    src2 = write_jsonl(tmp_path / "b.jsonl", [{"url": "b", "text": words_text(25)}])
+    before = kernel_cache.compiled_here()
+    r = invoke("ingest", "--index", str(tmp_path / "i"), str(src2))
+    assert r.exit_code == 0 and "1 added" in r.output
+    n = kernel_cache.compiled_here() - before
+    assert n >= 3 and f"compiled neardup's kernels for this CPU: once after installing, cached from then on ({n} kernel signatures" in r.output
+    r = invoke("ingest", "-q", "--index", str(tmp_path / "i"), str(src2))
+    assert r.exit_code == 0 and r.output == ""  # quiet stays quiet
+
+
 def test_init_then_settings_conflict(tmp_path):
     idx = str(tmp_path / "i")
     assert invoke("init", "--index", idx, "--min-words", "3").exit_code == 0
