@@ -90,9 +90,9 @@ DEFAULT_INDEX = Path("neardup-index")
 #: 50,000 new container objects, not 700 (on the rust-1.63 pages: 4 collections and 0.07 s, against
 #: 434 and 0.28 s, all of it holding the interpreter lock; an ingest makes few reference cycles)
 INGEST_GC_THRESHOLDS = (50_000, 20, 100)
-#: what an ingest says when numba compiles neardup's kernels (no cached code for this CPU yet)
-COMPILING = "compiled neardup's kernels for this CPU: once after installing, cached from then on"
-COMPILING_NOW = "compiling neardup's kernels for this CPU: once after installing (a minute or so), cached from then on"
+#: what an ingest says when numba compiles neardup's kernels (no cached code for this CPU yet): "compiling"
+#: above the progress bar when it starts, "compiled" in the summary
+KERNELS_COMPILE = "neardup's kernels for this CPU: once after installing, cached from then on"
 
 
 def _fail(exc: NeardupError) -> None:
@@ -360,7 +360,7 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
             bar.update(task, batch=batch_id, stage=name)
 
         # the first run after installing compiles the kernels, a minute or so: said above the bar when it begins
-        kernel_cache.on_first_compile(lambda: bar.console.print(COMPILING_NOW, highlight=False, markup=False))
+        kernel_cache.on_first_compile(lambda: bar.console.print(f"compiling {KERNELS_COMPILE} (a minute or so)", highlight=False, markup=False))
         try:
             return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage,
                           memory_bytes=memory_bytes)
@@ -390,7 +390,7 @@ def _print_summary(res: IngestResult, compiled: int = 0) -> None:
     if res.n_rejected > 5:
         err.print(f"  ... and {res.n_rejected - 5} more: SELECT * FROM rejects WHERE batch_id BETWEEN {res.batch_ids[0]} AND {res.batch_id}", highlight=False)
     if compiled:
-        err.print(f"  {COMPILING} ({compiled} kernel signatures, part of the time above)", highlight=False, markup=False)
+        err.print(f"  compiled {KERNELS_COMPILE} ({compiled} kernel signatures, part of the time above)", highlight=False, markup=False)
 
 
 @app.command()
