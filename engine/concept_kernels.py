@@ -299,10 +299,10 @@ def _search(gm, n_obj, w, k, cand, n_cand, excl, n_excl, budget, max_sets, fmask
     fr[0, _END] = n_cand + n_excl
     fr[0, _CB] = 0
     left = budget
-    nf = 0
-    nobj = 0
+    nf = np.int64(0)  # np.int64, not a literal: a literal argument makes numba compile the callee once more for it
+    nobj = np.int64(0)
     fobj_off[0] = 0
-    d = 0
+    d = np.int64(0)
     entering = True
     while d >= 0:
         if entering:
@@ -459,8 +459,8 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
     for i in range(lens.size):
         offs[i + 1] = offs[i] + lens[i]
     sv = sorted_segments(vals, offs)
-    w_max = 1
-    nn_max = 1
+    w_max = np.int64(1)
+    nn_max = np.int64(1)
     for a in range(anchors.size):
         n = offs[anchors[a] + 1] - offs[anchors[a]]
         w_max = max(w_max, (n + 63) >> 6)
@@ -483,15 +483,15 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
     mem = np.empty(1024, np.int64)
     pos = np.empty(1024, np.int64)
     com = np.empty(256, vals.dtype)
-    nr = 0
-    n_mem = 0
-    n_pos = 0
-    n_com = 0
+    nr = np.int64(0)  # np.int64, not a literal: a literal argument makes numba compile the callee once more for it
+    n_mem = np.int64(0)
+    n_pos = np.int64(0)
+    n_com = np.int64(0)
     apos = np.full(lens.size, -1, np.int64)  # document -> its position among the anchors
     for a in range(anchors.size):
         apos[anchors[a]] = a
     plain = _plain(sv, offs)
-    b0 = b1 = 0  # the anchors whose masks are in ``block``
+    b0 = b1 = np.int64(0)  # the anchors whose masks are in ``block``
     block = nm
     for a in range(anchors.size):
         if a >= b1:
@@ -538,8 +538,8 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
             if new[dj] and doc_ids[dj] < qid:
                 is_excl[g] = True
                 any_excl = True
-        n_cand = 0
-        n_excl = 0
+        n_cand = np.int64(0)
+        n_excl = np.int64(0)
         for g in range(n_obj):
             if is_excl[g]:
                 excl[n_excl] = g
@@ -566,7 +566,7 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
                     pos[n_pos] = i
                     n_pos += 1
             com = _anchor_values(com, n_com, sv, s0, n)
-            rows = _row(rows, nr, a, 1, n_mem, n_pos, n_com, n)
+            rows = _row(rows, nr, a, np.int64(1), n_mem, n_pos, n_com, n)
             n_com += n
             nr += 1
             continue
@@ -575,7 +575,7 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
             com = _anchor_values(com, n_com, sv, s0, n)
             n_com += n
         for f in range(nf):
-            size = 0
+            size = np.int64(0)
             for p in range(fobj_off[f], fobj_off[f + 1]):
                 g = fobj[p]
                 for t in range(g_off[g], g_off[g + 1]):
@@ -587,7 +587,7 @@ def mine_anchors(vals, lens, doc_ids, new, anchors, nb_off, nb, k, budget, max_s
                 if (fmask[f, i >> 6] >> uint64(i & 63)) & uint64(1) != uint64(0):
                     pos[n_pos] = i
                     n_pos += 1
-            rows = _row(rows, nr, a, 0, n_mem, n_pos, v0, n)
+            rows = _row(rows, nr, a, np.int64(0), n_mem, n_pos, v0, n)
             nr += 1
     out = np.empty(1 + 6 * nr + n_mem + n_pos, np.int64)
     out[0] = nr

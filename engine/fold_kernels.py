@@ -75,7 +75,7 @@ def careful_lines(data, offsets, table):
     ``(n, 4)`` array, a line a row in order: its span ``[start, end)`` in ``data`` (without its line
     feed), its string and its index among the string's lines (line feeds before it)."""
     out = np.empty((64, 4), np.int64)
-    n = 0
+    n = np.int64(0)  # np.int64, not a literal: a literal argument makes numba compile the callee once more for it
     for r in range(offsets.size - 1):
         while True:
             got = _row_lines(data, offsets[r], offsets[r + 1], table, r, out, n)

@@ -115,7 +115,7 @@ def tokenize(data, offsets, word_table, seed, spans):
         i = offsets[d]
         end = offsets[d + 1]
         in_word = False
-        ws = 0
+        ws = np.int64(0)  # np.int64, not a literal: a literal argument makes numba compile the callee once more for it
         boundary = True  # a sentence end since the last word (the document start counts as one)
         while i < end:
             b = data[i]
@@ -521,7 +521,7 @@ def distinct_counts(values, bits):
     sorting them.)"""
     keys = np.zeros(np.int64(1) << np.int64(bits), np.uint64)
     counts = np.zeros(keys.size, np.int64)
-    n_used = 0
+    n_used = np.int64(0)
     for r in range(values.size):
         keys, counts, n_used = _count(keys, counts, n_used, values[r])
     return _counted(keys, counts, n_used)

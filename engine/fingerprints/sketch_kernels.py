@@ -58,7 +58,8 @@ def _sorted_run(src, a, m, srt, fill, most, out, pos):
     if m <= SMALL_BUCKET:
         for i in range(m):
             srt[i] = src[a + i]
-        _insertion_sort(srt, 0, m)
+        # np.int64, not a literal: a literal argument makes numba compile the callee once more for it
+        _insertion_sort(srt, np.int64(0), m)
     else:
         bits = 1
         while (np.int64(1) << (bits + 2)) <= m and bits < most:
@@ -75,7 +76,7 @@ def _sorted_run(src, a, m, srt, fill, most, out, pos):
             b = np.int64(src[i] >> shift)
             srt[fill[b]] = src[i]
             fill[b] += 1
-        lo = 0  # fill[b] is now where bucket b ends
+        lo = np.int64(0)  # fill[b] is now where bucket b ends
         for b in range(nb):
             hi = fill[b]
             if hi - lo > SMALL_BUCKET:
@@ -114,7 +115,7 @@ def distinct_sorted(hashes, starts):
     repeats are dropped as the sorted run is copied out.
     """
     n_docs = starts.size - 1
-    longest = 0
+    longest = np.int64(0)
     for d in range(n_docs):
         longest = max(longest, starts[d + 1] - starts[d])
     out = np.empty(hashes.size, np.uint64)
@@ -122,7 +123,7 @@ def distinct_sorted(hashes, starts):
     srt = np.empty(longest, np.uint64)
     most = _bucket_bits(longest)
     fill = np.empty((np.int64(1) << most) + 1, np.int64)
-    pos = 0
+    pos = np.int64(0)
     for d in range(n_docs):
         n = _sorted_run(hashes, starts[d], starts[d + 1] - starts[d], srt, fill, most, out, pos)
         counts[d] = n
@@ -137,7 +138,7 @@ def shingle_sets(tok, counts, length, offset, seed):
     document at a time: its hashes are sorted while they are in the cache, and neither the
     chunk's hashes nor their documents' indexes are written out whole."""
     n_docs = counts.size
-    longest = 0
+    longest = np.int64(0)
     total = 0
     for d in range(n_docs):
         m = shingle_count(counts[d], length, offset)
@@ -150,12 +151,12 @@ def shingle_sets(tok, counts, length, offset, seed):
     most = _bucket_bits(longest)
     fill = np.empty((np.int64(1) << most) + 1, np.int64)
     init = uint64(seed) ^ SH_P2
-    pos = 0
+    pos = np.int64(0)
     base = 0
     for d in range(n_docs):
         m = counts[d]
         k = shingle_run(tok, base, m, length, offset, init, buf, 0)
-        n = _sorted_run(buf, 0, k, srt, fill, most, out, pos)
+        n = _sorted_run(buf, np.int64(0), k, srt, fill, most, out, pos)
         per_doc[d] = n
         pos += n
         base += m
@@ -173,7 +174,7 @@ def prefixes(values, counts, k):
     lens = np.zeros(counts.size, np.int64)
     empty = uint64(0xFFFFFFFFFFFFFFFF)
     a = 0
-    pos = 0
+    pos = np.int64(0)
     for d in range(counts.size):
         n = 0
         for i in range(a, a + min(k, counts[d])):
@@ -191,7 +192,7 @@ def smallest_distinct(hashes, doc, n_docs, k):
     """Per document, its ``min(k, distinct)`` smallest distinct hashes, ascending:
     ``(values, counts)``. See ``fingerprints.hashing.smallest_distinct``."""
     starts = np.searchsorted(doc, np.arange(n_docs + 1))
-    longest = 0
+    longest = np.int64(0)
     for d in range(n_docs):
         longest = max(longest, starts[d + 1] - starts[d])
     out = np.empty(min(hashes.size, n_docs * k), np.uint64)
@@ -200,7 +201,7 @@ def smallest_distinct(hashes, doc, n_docs, k):
     srt = np.empty(longest, np.uint64)
     fill = np.empty(longest + 1, np.int64)
     full = uint64(0xFFFFFFFFFFFFFFFF)
-    pos = 0
+    pos = np.int64(0)
     for d in range(n_docs):
         a = starts[d]
         m = starts[d + 1] - a
@@ -208,7 +209,7 @@ def smallest_distinct(hashes, doc, n_docs, k):
         if m > 4 * k:
             cut = uint64(2.0 * k / m * 18446744073709551616.0)  # about 2k values fall below
         while True:
-            nb = 0
+            nb = np.int64(0)
             for i in range(a, a + m):
                 if hashes[i] <= cut:
                     buf[nb] = hashes[i]
