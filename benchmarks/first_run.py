@@ -9,8 +9,8 @@ median:
 
     python benchmarks/first_run.py --runs 3 -- ingest --index /tmp/fr fixtures/crawl/sample.warc.gz
 
-``--kernels`` runs it once more in this process, after the timed runs, with a listener on numba's
-compile events, and prints the functions that took longest to compile (inclusive: a kernel's time
+``--kernels`` runs it once more, after the timed runs, in a fresh interpreter with a listener on
+numba's compile events (not timed), and prints the functions that took longest to compile (inclusive: a kernel's time
 holds the kernels and numba's own implementations compiled for it), how many signatures of each,
 and every signature compiled for a ``Literal`` argument (numba compiles a callee once more for
 each literal value compiled code passes it; neardup's kernels pass ``np.int64`` instead). The
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import shutil
 import statistics
@@ -45,6 +46,10 @@ def _fresh(command: list[str]) -> None:
         shutil.rmtree(index, ignore_errors=True)
 
 
+#: the CLI's entry point, as the installed ``neardup`` script runs it
+_CLI = "import sys; from neardup.cli.app import main; sys.exit(main())"
+
+
 def timed_runs(command: list[str], runs: int) -> list[float]:
     out = []
     for _ in range(runs):
@@ -52,7 +57,7 @@ def timed_runs(command: list[str], runs: int) -> list[float]:
         with tempfile.TemporaryDirectory(prefix="neardup-first-run-") as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "import sys; from neardup.cli.app import main; sys.exit(main())", *command], env=env, check=True,
+            subprocess.run([sys.executable, "-c", _CLI, *command], env=env, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out.append(time.perf_counter() - t0)
             print(f"run {len(out)}: {out[-1]:.1f} s", flush=True)
@@ -95,8 +100,6 @@ print(json.dumps({"spent": spent, "count": count, "literal": literal}))
 
 
 def kernels(command: list[str], top: int) -> None:
-    import json
-
     _fresh(command)
     with tempfile.TemporaryDirectory(prefix="neardup-first-run-") as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)

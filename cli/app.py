@@ -359,8 +359,8 @@ def _ingest_one(idx: Index, path: str, opts: ReadOptions, strict: bool, create: 
         def stage(batch_id: int, name: str) -> None:
             bar.update(task, batch=batch_id, stage=name)
 
-        # the first run after installing compiles the kernels, a minute or so: said above the bar when it begins
-        kernel_cache.on_first_compile(lambda: bar.console.print(f"compiling {KERNELS_COMPILE} (a minute or so)", highlight=False, markup=False))
+        # the first run after installing compiles the kernels (34-42 s on two cores, docs/cli.md): said above the bar when it begins
+        kernel_cache.on_first_compile(lambda: bar.console.print(f"compiling {KERNELS_COMPILE} (up to a minute)", highlight=False, markup=False))
         try:
             return ingest(idx, path, opts, strict=strict, create_with=create, progress=tick, batch_mb=batch_mb, on_stage=stage,
                           memory_bytes=memory_bytes)

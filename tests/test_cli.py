@@ -149,7 +149,7 @@ def test_rejects_are_reported_in_the_summary(tmp_path):
 
 
 def test_the_summary_says_when_the_ingest_compiled_kernels(tmp_path, monkeypatch):
-    """The first run after installing compiles the kernels (a minute or so): its summary says so,
+    """The first run after installing compiles the kernels (up to a minute): its summary says so,
     with how many; a run that loaded them all from the cache says nothing of it."""
     import neardup.cli.app as cli_app
     from neardup import kernel_cache
